@@ -1,0 +1,32 @@
+// cli/gen_command.hpp — `deltaproof gen`: one fixture, the canonical set
+// (--all), or a byte-for-byte regeneration check of a folder (--check).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace deltaproof::cli {
+
+struct GenArguments {
+  std::string op = "gdn2";
+  int B = 1, T = 0, H = 2, K = 8, V = 8, chunk = 16;
+  std::string regime = "default";
+  std::string dtype = "f32";
+  std::uint64_t seed = 0;
+  std::string out;
+  std::string report;
+  std::string check_dir;
+  std::string inject_fault;
+  bool all = false;
+  bool overwrite = false;
+  bool force = false;
+  int threads = 0;
+};
+
+void add_gen_command(CLI::App& app, GenArguments& args);
+// Returns the process exit code: 0 ok, 1 a check failed, 2 usage or input error.
+int run_gen(const GenArguments& args);
+
+}  // namespace deltaproof::cli

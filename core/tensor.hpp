@@ -1,0 +1,67 @@
+// core/tensor.hpp — a dense, contiguous, row-major tensor of F64, F32, F16 or
+// BF16 values, stored as raw little-endian bytes exactly as safetensors holds
+// them. Numerical code reads it through to_f64() and builds it through
+// from_f64(), which rounds to the storage dtype (round-to-nearest-even).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace deltaproof {
+
+enum class DType { F64, F32, F16, BF16 };
+
+std::size_t dtype_size(DType dtype);
+// The safetensors spelling: "F64", "F32", "F16", "BF16".
+std::string_view dtype_name(DType dtype);
+// Parses a safetensors dtype name; throws FormatError naming `context` on an
+// unknown one.
+DType parse_dtype(std::string_view name, std::string_view context);
+
+using Shape = std::vector<std::int64_t>;
+std::int64_t shape_numel(const Shape& shape);
+std::string shape_string(const Shape& shape);  // "[1, 32, 2, 8]"
+
+// Rounding of a double to the value set of a narrower dtype (RNE), returned as
+// the exact double that the narrow value represents.
+double round_to_f32(double x);
+double round_to_bf16(double x);
+double round_to_f16(double x);
+double round_to_dtype(double x, DType dtype);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Takes ownership of raw bytes; throws InputError if the byte count is not
+  // numel * dtype_size.
+  Tensor(DType dtype, Shape shape, std::vector<std::byte> bytes);
+
+  // Rounds each value to `dtype` and stores it.
+  static Tensor from_f64(DType dtype, Shape shape, std::span<const double> values);
+  static Tensor zeros(DType dtype, Shape shape);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t numel() const { return shape_numel(shape_); }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+  // Every element widened to double (exact for all four dtypes).
+  std::vector<double> to_f64() const;
+  double at(std::int64_t flat_index) const;
+
+  // Lower-case hex SHA-256 of the raw bytes.
+  std::string sha256() const;
+
+  bool operator==(const Tensor& other) const = default;
+
+ private:
+  DType dtype_ = DType::F64;
+  Shape shape_;
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace deltaproof

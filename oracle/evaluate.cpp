@@ -1,0 +1,102 @@
+// oracle/evaluate.cpp — running the recurrence of oracle/recurrence.hpp over
+// every (batch, head) of a problem.
+#include "oracle/evaluate.hpp"
+
+#include "core/parallel.hpp"
+#include "oracle/scalar.hpp"
+
+namespace deltaproof::oracle {
+namespace {
+
+template <class S>
+struct HeadResult {
+  Trajectory<S> trajectory;
+  SequenceGradients<S> gradients;
+  S loss = S(0);
+};
+
+}  // namespace
+
+std::vector<std::string> output_names(const FixtureSpec&) { return {"o", "ht"}; }
+
+std::vector<std::string> gradient_names(const FixtureSpec& spec) {
+  std::vector<std::string> names;
+  for (const auto& layout : input_layouts(spec)) names.push_back(gradient_name(layout.name));
+  return names;
+}
+
+template <class S>
+OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
+                      const GeneratorFaults& faults) {
+  const FixtureSpec& s = problem.spec;
+  const S scale = S(s.scale());
+  std::vector<HeadResult<S>> heads(static_cast<std::size_t>(s.B) * s.H);
+  parallel_for(static_cast<int>(heads.size()), threads, [&](int index) {
+    const int b = index / s.H;
+    const int h = index % s.H;
+    const Sequence<S> x = head_sequence<S>(problem, b, h);
+    const Mat<S> dout = head_tokens<S>(s, problem.at("do"), s.V, 0, b, h);
+    const Mat<S> dht = head_state<S>(s, problem.at("dht"), b, h);
+    HeadResult<S>& result = heads[index];
+    result.trajectory = forward(x, scale, with_gradients, faults);
+    result.loss = loss(result.trajectory, dout, dht);
+    if (with_gradients) {
+      result.gradients = reverse(x, result.trajectory, dout, dht, scale, faults);
+      result.trajectory.states.clear();
+    }
+  });
+
+  OracleOutput out;
+  auto& tensors = out.tensors;
+  auto allocate = [&](const TensorLayout& layout) {
+    tensors[layout.name].assign(static_cast<std::size_t>(shape_numel(layout.shape(s))), 0.0);
+  };
+  for (const auto& layout : output_layouts(s)) allocate(layout);
+  const auto inputs = input_layouts(s);
+  if (with_gradients)
+    for (auto layout : inputs) {
+      layout.name = gradient_name(layout.name);
+      allocate(layout);
+    }
+  auto narrow = [](const S& x) { return to_double(x); };
+  S total = S(0);
+  for (int b = 0; b < s.B; ++b) {
+    for (int h = 0; h < s.H; ++h) {
+      const HeadResult<S>& r = heads[static_cast<std::size_t>(b) * s.H + h];
+      total += r.loss;
+      store_head_tokens(s, r.trajectory.o, s.V, b, h, tensors["o"], narrow);
+      store_head_state(s, r.trajectory.ht, b, h, tensors["ht"], narrow);
+      if (!with_gradients) continue;
+      const SequenceGradients<S>& d = r.gradients;
+      store_head_tokens(s, d.dq, s.K, b, h, tensors["dq"], narrow);
+      store_head_tokens(s, d.dk, s.K, b, h, tensors["dk"], narrow);
+      store_head_tokens(s, d.dv, s.V, b, h, tensors["dv"], narrow);
+      store_head_tokens(s, d.dg, s.op == Op::gdn ? 0 : s.K, b, h, tensors["dg"], narrow);
+      if (s.op == Op::gdn2) {
+        store_head_tokens(s, d.db, s.K, b, h, tensors["db"], narrow);
+        store_head_tokens(s, d.dw, s.V, b, h, tensors["dw"], narrow);
+      } else {
+        // beta feeds both b and w: dbeta is the sum of both broadcasts' adjoints
+        Mat<S> dbeta(s.T, 1);
+        for (int t = 0; t < s.T; ++t) dbeta(t, 0) = d.db.row(t).sum() + d.dw.row(t).sum();
+        store_head_tokens(s, dbeta, 0, b, h, tensors["dbeta"], narrow);
+      }
+      store_head_state(s, d.dh0, b, h, tensors["dh0"], narrow);
+    }
+  }
+  out.loss = to_double(total);
+  return out;
+}
+
+template OracleOutput evaluate<double>(const Problem&, bool, int, const GeneratorFaults&);
+
+OracleOutput evaluate_quad(const Problem& problem, bool with_gradients, int threads,
+                           const GeneratorFaults& faults) {
+  return evaluate<quad>(problem, with_gradients, threads, faults);
+}
+
+double loss_f64(const Problem& problem, int threads, const GeneratorFaults& faults) {
+  return evaluate<double>(problem, false, threads, faults).loss;
+}
+
+}  // namespace deltaproof::oracle

@@ -1,0 +1,198 @@
+// oracle/fixture.cpp — assembling fixtures. See fixture.hpp.
+#include "oracle/fixture.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace deltaproof::oracle {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ",") + name;
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<TensorLayout>& layouts) {
+  std::vector<std::string> names;
+  for (const auto& layout : layouts) names.push_back(layout.name);
+  return names;
+}
+
+// The tensors of a fixture (no metadata): inputs, cotangents, outputs, gradients.
+SafetensorsFile tensors_of(const Problem& problem, const OracleOutput& quad) {
+  const FixtureSpec& s = problem.spec;
+  SafetensorsFile file;
+  auto add = [&](const TensorLayout& layout, const std::vector<double>& values) {
+    file.tensors[layout.name] = Tensor::from_f64(DType::F64, layout.shape(s), values);
+  };
+  for (const auto& layout : input_layouts(s)) add(layout, problem.at(layout.name));
+  for (const auto& layout : cotangent_layouts(s)) add(layout, problem.at(layout.name));
+  for (const auto& layout : output_layouts(s)) add(layout, quad.tensors.at(layout.name));
+  for (auto layout : input_layouts(s)) {
+    layout.name = gradient_name(layout.name);
+    add(layout, quad.tensors.at(layout.name));
+  }
+  return file;
+}
+
+std::size_t differing_bytes(const SafetensorsFile& a, const SafetensorsFile& b) {
+  const auto x = serialize_safetensors(a);
+  const auto y = serialize_safetensors(b);
+  std::size_t count = x.size() > y.size() ? x.size() - y.size() : y.size() - x.size();
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) count += x[i] != y[i];
+  return count;
+}
+
+}  // namespace
+
+std::string canonical_command(const FixtureSpec& s, const std::string& file_name) {
+  return fmt::format(
+      "deltaproof gen --op {} --B {} --T {} --H {} --K {} --V {} --chunk {} --regime {} --dtype {} "
+      "--seed {} --out {}",
+      op_name(s.op), s.B, s.T, s.H, s.K, s.V, s.chunk, regime_name(s.regime),
+      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed, file_name);
+}
+
+GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
+  auto progress = [&](const std::string& step) {
+    if (options.progress) options.progress(step);
+  };
+  progress("drawing inputs");
+  const Problem problem = draw_problem(spec);
+  progress("quad oracle");
+  const OracleOutput quad = evaluate_quad(problem, true, options.threads, options.checks.faults);
+
+  SelfCheckOptions check_options = options.checks;
+  check_options.threads = options.threads;
+  check_options.on_check = progress;
+  GeneratedFixture out;
+  out.report = run_self_checks(problem, quad, check_options);
+  out.file = tensors_of(problem, quad);
+
+  // determinism: a second generation, single-threaded, must give the same bytes
+  progress("determinism");
+  {
+    const Problem again = draw_problem(spec);
+    const OracleOutput quad_again = evaluate_quad(again, true, 1, options.checks.faults);
+    const std::size_t differing = differing_bytes(out.file, tensors_of(again, quad_again));
+    CheckFigure c{"determinism",
+                  static_cast<double>(differing),
+                  0.0,
+                  true,
+                  differing == 0,
+                  "a second generation on 1 thread gives the same bytes as the first (all "
+                  "threads); figure = differing bytes",
+                  nlohmann::json::object()};
+    out.report.checks.push_back(c);
+  }
+
+  auto& m = out.file.metadata;
+  m["format"] = "deltaproof-fixture/1";
+  m["generator"] = kGeneratorVersion;
+  m["op"] = op_name(spec.op);
+  m["B"] = std::to_string(spec.B);
+  m["T"] = std::to_string(spec.T);
+  m["H"] = std::to_string(spec.H);
+  m["K"] = std::to_string(spec.K);
+  m["V"] = std::to_string(spec.V);
+  m["chunk"] = std::to_string(spec.chunk);
+  m["scale"] = fmt::format("{:.17g}", spec.scale());
+  m["regime"] = regime_name(spec.regime);
+  m["dtype"] = spec.dtype == DType::BF16 ? "bf16" : "f32";
+  m["seed"] = std::to_string(spec.seed);
+  m["inputs"] = join(names_of(input_layouts(spec)));
+  m["cotangents"] = join(names_of(cotangent_layouts(spec)));
+  m["outputs"] = join(names_of(output_layouts(spec)));
+  m["gradients"] = join(gradient_names(spec));
+  m["reference_precision"] = "quad (binary128), rounded to f64";
+  m["loss"] = fmt::format("{:.17g}", quad.loss);
+  m["self_checks"] = out.report.to_json().dump();
+  m["status"] = out.report.passed() ? "checked" : "failed";
+  m["command"] = canonical_command(spec, options.file_name);
+  for (const auto& [name, tensor] : out.file.tensors) m["sha256." + name] = tensor.sha256();
+  return out;
+}
+
+void mark_unchecked(SafetensorsFile& file) { file.metadata["status"] = "unchecked"; }
+
+FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
+                               const std::string& source) {
+  auto get = [&](const std::string& key) -> const std::string& {
+    auto it = metadata.find(key);
+    if (it == metadata.end())
+      throw InputError(
+          fmt::format("{}: the metadata has no '{}' entry, so the fixture's spec "
+                      "cannot be read; regenerate it with deltaproof gen.",
+                      source, key));
+    return it->second;
+  };
+  auto number = [&](const std::string& key) -> long long {
+    const std::string& text = get(key);
+    long long value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size())
+      throw InputError(
+          fmt::format("{}: metadata '{}' is '{}', not an integer.", source, key, text));
+    return value;
+  };
+  FixtureSpec s;
+  const auto op = parse_op(get("op"));
+  if (!op)
+    throw InputError(
+        fmt::format("{}: metadata 'op' is '{}', not gdn2, kda or gdn.", source, get("op")));
+  s.op = *op;
+  s.B = static_cast<int>(number("B"));
+  s.T = static_cast<int>(number("T"));
+  s.H = static_cast<int>(number("H"));
+  s.K = static_cast<int>(number("K"));
+  s.V = static_cast<int>(number("V"));
+  s.chunk = static_cast<int>(number("chunk"));
+  const auto regime = parse_regime(get("regime"));
+  if (!regime)
+    throw InputError(
+        fmt::format("{}: metadata 'regime' is '{}', not default, mild, stress or edge.", source,
+                    get("regime")));
+  s.regime = *regime;
+  const std::string& dtype = get("dtype");
+  if (dtype != "f32" && dtype != "bf16")
+    throw InputError(fmt::format("{}: metadata 'dtype' is '{}', not f32 or bf16.", source, dtype));
+  s.dtype = dtype == "bf16" ? DType::BF16 : DType::F32;
+  s.seed = static_cast<std::uint64_t>(number("seed"));
+  return s;
+}
+
+std::vector<CanonicalFixture> canonical_fixtures() {
+  std::vector<CanonicalFixture> out;
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    const std::string folder(op_name(op));
+    auto add = [&](int T, int K, int chunk, Regime regime, DType dtype) {
+      FixtureSpec s;
+      s.op = op;
+      s.B = 1;
+      s.H = 2;
+      s.T = T;
+      s.K = K;
+      s.V = K;
+      s.chunk = chunk;
+      s.regime = regime;
+      s.dtype = dtype;
+      s.seed = 0;
+      std::string name = fmt::format("t{}-c{}", T, chunk);
+      if (regime != Regime::default_) name += "-" + std::string(regime_name(regime));
+      if (dtype == DType::BF16) name += "-bf16";
+      out.push_back({folder + "/" + name + ".safetensors", s});
+    };
+    for (int T : {16, 32, 40, 256}) add(T, 8, 16, Regime::default_, DType::F32);
+    for (int T : {64, 192, 200}) add(T, 64, 64, Regime::default_, DType::F32);
+    for (Regime regime : {Regime::mild, Regime::stress, Regime::edge})
+      add(32, 8, 16, regime, DType::F32);
+    add(32, 8, 16, Regime::default_, DType::BF16);
+  }
+  return out;
+}
+
+}  // namespace deltaproof::oracle

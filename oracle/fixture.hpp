@@ -1,0 +1,49 @@
+// oracle/fixture.hpp — building a fixture: draw the inputs, run the quad
+// oracle, run every self-check, and assemble the safetensors file (all F64,
+// DESIGN.md section 4). Also the canonical fixture set and its manifest.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/safetensors.hpp"
+#include "oracle/selfcheck.hpp"
+
+namespace deltaproof::oracle {
+
+inline constexpr const char* kGeneratorVersion = "deltaproof-oracle 0.1.0";
+
+struct GenerateOptions {
+  int threads = 0;
+  SelfCheckOptions checks;
+  // The file name recorded in the metadata's command (never a temp path).
+  std::string file_name = "fixture.safetensors";
+  std::function<void(const std::string&)> progress;
+};
+
+struct GeneratedFixture {
+  SafetensorsFile file;
+  SelfCheckReport report;
+};
+
+// Never throws on a failed check: the caller decides (gen refuses, --force
+// marks the file unchecked via mark_unchecked).
+GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options);
+void mark_unchecked(SafetensorsFile& file);
+
+// `deltaproof gen ...` that regenerates this spec into `file_name`.
+std::string canonical_command(const FixtureSpec& spec, const std::string& file_name);
+
+// Reads a spec back from a fixture's metadata; throws InputError naming
+// `source` and the key on a missing or malformed entry.
+FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
+                               const std::string& source);
+
+struct CanonicalFixture {
+  std::string file;  // relative to the fixtures folder, e.g. "gdn2/t32-c16.safetensors"
+  FixtureSpec spec;
+};
+std::vector<CanonicalFixture> canonical_fixtures();
+
+}  // namespace deltaproof::oracle

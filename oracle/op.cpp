@@ -1,0 +1,115 @@
+// oracle/op.cpp — names, layouts and validation of ops, regimes and specs.
+#include "oracle/op.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace deltaproof::oracle {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::gdn2:
+      return "gdn2";
+    case Op::kda:
+      return "kda";
+    case Op::gdn:
+      return "gdn";
+  }
+  return "?";
+}
+
+std::optional<Op> parse_op(std::string_view name) {
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn})
+    if (op_name(op) == name) return op;
+  return std::nullopt;
+}
+
+std::string_view regime_name(Regime regime) {
+  switch (regime) {
+    case Regime::default_:
+      return "default";
+    case Regime::mild:
+      return "mild";
+    case Regime::stress:
+      return "stress";
+    case Regime::edge:
+      return "edge";
+  }
+  return "?";
+}
+
+std::optional<Regime> parse_regime(std::string_view name) {
+  for (Regime regime : {Regime::default_, Regime::mild, Regime::stress, Regime::edge})
+    if (regime_name(regime) == name) return regime;
+  return std::nullopt;
+}
+
+double FixtureSpec::scale() const { return 1.0 / std::sqrt(static_cast<double>(K)); }
+
+std::string FixtureSpec::describe() const {
+  return fmt::format("{} B{} T{} H{} K{} V{} chunk{} {} {} seed{}", op_name(op), B, T, H, K, V,
+                     chunk, regime_name(regime), dtype == DType::BF16 ? "bf16" : "f32", seed);
+}
+
+void FixtureSpec::validate() const {
+  auto require_range = [](const char* flag, long long value, long long lo, long long hi) {
+    if (value < lo || value > hi)
+      throw InputError(
+          fmt::format("{} is {}, but it must be between {} and {}; pass {} N with N in "
+                      "that range.",
+                      flag, value, lo, hi, flag));
+  };
+  require_range("--B", B, 1, 64);
+  require_range("--T", T, 1, 1 << 16);
+  require_range("--H", H, 1, 256);
+  require_range("--K", K, 1, 256);
+  require_range("--V", V, 1, 256);
+  if (chunk != 16 && chunk != 32 && chunk != 64)
+    throw InputError(
+        fmt::format("--chunk is {}, but kernels use chunk sizes 16, 32 or 64; pass one "
+                    "of those.",
+                    chunk));
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    throw InputError(
+        fmt::format("--dtype {} is not an input dtype; pass f32 or bf16.", dtype_name(dtype)));
+}
+
+Shape TensorLayout::shape(const FixtureSpec& spec) const {
+  if (is_state) return {spec.B, spec.H, spec.K, spec.V};
+  if (width == 0) return {spec.B, spec.T, spec.H};
+  return {spec.B, spec.T, spec.H, width};
+}
+
+std::vector<TensorLayout> input_layouts(const FixtureSpec& spec) {
+  std::vector<TensorLayout> layouts = {{"q", false, spec.K},
+                                       {"k", false, spec.K},
+                                       {"v", false, spec.V},
+                                       {"g", false, spec.op == Op::gdn ? 0 : spec.K}};
+  if (spec.op == Op::gdn2) {
+    layouts.push_back({"b", false, spec.K});
+    layouts.push_back({"w", false, spec.V});
+  } else {
+    layouts.push_back({"beta", false, 0});
+  }
+  layouts.push_back({"h0", true, 0});
+  return layouts;
+}
+
+std::vector<TensorLayout> cotangent_layouts(const FixtureSpec& spec) {
+  return {{"do", false, spec.V}, {"dht", true, 0}};
+}
+
+std::vector<TensorLayout> output_layouts(const FixtureSpec& spec) {
+  return {{"o", false, spec.V}, {"ht", true, 0}};
+}
+
+std::string gradient_name(std::string_view input_name) {
+  std::string name = "d";
+  name.append(input_name);
+  return name;
+}
+
+}  // namespace deltaproof::oracle

@@ -1,0 +1,62 @@
+// oracle/op.hpp — the three ops (gdn2, kda, gdn), their tensors and layouts
+// (DESIGN.md section 1), the input regimes (section 3) and a fixture's spec.
+//
+// Every op is evaluated in the general gdn2 form: kda's beta is broadcast to
+// b (over K) and w (over V); gdn's scalar g is broadcast over K. The gradients
+// of the broadcast tensors are the sums over the broadcast axis (chain rule).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace deltaproof::oracle {
+
+enum class Op { gdn2, kda, gdn };
+enum class Regime { default_, mild, stress, edge };
+
+std::string_view op_name(Op op);
+std::optional<Op> parse_op(std::string_view name);
+std::string_view regime_name(Regime regime);
+std::optional<Regime> parse_regime(std::string_view name);
+
+struct FixtureSpec {
+  Op op = Op::gdn2;
+  int B = 1, T = 16, H = 2, K = 8, V = 8;
+  int chunk = 16;
+  Regime regime = Regime::default_;
+  DType dtype = DType::F32;  // the kernel's input dtype; inputs are rounded to it
+  std::uint64_t seed = 0;
+  // scale = K^-1/2 as the nearest double; every precision uses this value.
+  double scale() const;
+  int num_chunks() const { return (T + chunk - 1) / chunk; }
+  // "gdn2 B1 T32 H2 K8 V8 chunk16 default f32 seed0"
+  std::string describe() const;
+  // Throws InputError with a sentence naming the bad field and what to change.
+  void validate() const;
+};
+
+// How one input tensor of an op is laid out: token tensors are [B,T,H,width],
+// width 0 meaning [B,T,H]; the state h0 is [B,H,K,V].
+struct TensorLayout {
+  std::string name;
+  bool is_state = false;
+  int width = 0;  // per-token channels (K, V, or 0 for a scalar per token and head)
+  Shape shape(const FixtureSpec& spec) const;
+  int per_token() const { return is_state ? 0 : (width == 0 ? 1 : width); }
+};
+
+// q k v g b w h0 (gdn2) or q k v g beta h0 (kda, gdn): the differentiable inputs.
+std::vector<TensorLayout> input_layouts(const FixtureSpec& spec);
+// do [B,T,H,V] and dht [B,H,K,V].
+std::vector<TensorLayout> cotangent_layouts(const FixtureSpec& spec);
+// o and ht.
+std::vector<TensorLayout> output_layouts(const FixtureSpec& spec);
+// The gradient of input `name` is "d" + name: dq dk dv dg db dw dbeta dh0.
+std::string gradient_name(std::string_view input_name);
+
+}  // namespace deltaproof::oracle

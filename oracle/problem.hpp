@@ -1,0 +1,109 @@
+// oracle/problem.hpp — a fixture's inputs and cotangents as full FLA-layout
+// tensors of doubles (values exactly representable in the spec's input dtype),
+// how they are drawn per regime, and how one (batch, head) sequence is cut out
+// of them and broadcast into the gdn2 form of oracle/recurrence.hpp.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "oracle/op.hpp"
+#include "oracle/recurrence.hpp"
+
+namespace deltaproof::oracle {
+
+using TensorMap = std::map<std::string, std::vector<double>>;
+
+struct Problem {
+  FixtureSpec spec;
+  TensorMap values;  // every input, plus "do" and "dht"
+  const std::vector<double>& at(const std::string& name) const { return values.at(name); }
+};
+
+// Draws every tensor from its own portable RNG stream (seed, tensor) and rounds
+// it to spec.dtype. q and k are l2-normalised per token and head before
+// rounding. Regimes (DESIGN.md section 3):
+//   default: g in [-5, -0.1], b w beta in [0, 1]
+//   mild:    g in [-0.05, 0]  (long memory), b w beta in [0, 1]
+//   stress:  g in [-20, 0], b beta in [0, 2], w in [0, 1]
+//   edge:    h0 = 0; every entry of g, b, w, beta is exactly 0 with
+//            probability 1/2, else drawn as in default.
+Problem draw_problem(const FixtureSpec& spec);
+
+// Flat offsets in FLA layout.
+inline std::size_t token_offset(const FixtureSpec& s, int width, int b, int t, int h, int i) {
+  const int w = width == 0 ? 1 : width;
+  return ((static_cast<std::size_t>(b) * s.T + t) * s.H + h) * w + i;
+}
+inline std::size_t state_offset(const FixtureSpec& s, int b, int h, int i, int j) {
+  return ((static_cast<std::size_t>(b) * s.H + h) * s.K + i) * s.V + j;
+}
+
+// Copies one token tensor's (b, h) slice into a T x width matrix, broadcasting
+// a scalar-per-token tensor (width 0) to `broadcast_width` columns.
+template <class S>
+Mat<S> head_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
+                   int broadcast_width, int b, int h) {
+  const int cols = width == 0 ? broadcast_width : width;
+  Mat<S> out(s.T, cols);
+  for (int t = 0; t < s.T; ++t)
+    for (int i = 0; i < cols; ++i)
+      out(t, i) = S(values[token_offset(s, width, b, t, h, width == 0 ? 0 : i)]);
+  return out;
+}
+
+template <class S>
+Mat<S> head_state(const FixtureSpec& s, const std::vector<double>& values, int b, int h) {
+  Mat<S> out(s.K, s.V);
+  for (int i = 0; i < s.K; ++i)
+    for (int j = 0; j < s.V; ++j) out(i, j) = S(values[state_offset(s, b, h, i, j)]);
+  return out;
+}
+
+// The (b, h) sequence in gdn2 form: kda/gdn's beta becomes b (over K) and w
+// (over V); gdn's scalar g is broadcast over K.
+template <class S>
+Sequence<S> head_sequence(const Problem& p, int b, int h) {
+  const FixtureSpec& s = p.spec;
+  Sequence<S> x;
+  x.q = head_tokens<S>(s, p.at("q"), s.K, 0, b, h);
+  x.k = head_tokens<S>(s, p.at("k"), s.K, 0, b, h);
+  x.v = head_tokens<S>(s, p.at("v"), s.V, 0, b, h);
+  x.g = head_tokens<S>(s, p.at("g"), s.op == Op::gdn ? 0 : s.K, s.K, b, h);
+  if (s.op == Op::gdn2) {
+    x.b = head_tokens<S>(s, p.at("b"), s.K, 0, b, h);
+    x.w = head_tokens<S>(s, p.at("w"), s.V, 0, b, h);
+  } else {
+    x.b = head_tokens<S>(s, p.at("beta"), 0, s.K, b, h);
+    x.w = head_tokens<S>(s, p.at("beta"), 0, s.V, b, h);
+  }
+  x.h0 = head_state<S>(s, p.at("h0"), b, h);
+  return x;
+}
+
+// Writes a T x cols matrix into a token tensor's (b, h) slice; for a scalar
+// tensor (width 0) the row sums are written (the adjoint of the broadcast).
+template <class S, class ToDouble>
+void store_head_tokens(const FixtureSpec& s, const Mat<S>& m, int width, int b, int h,
+                       std::vector<double>& out, ToDouble to_double) {
+  for (int t = 0; t < s.T; ++t) {
+    if (width == 0) {
+      S sum = S(0);
+      for (Eigen::Index i = 0; i < m.cols(); ++i) sum += m(t, i);
+      out[token_offset(s, 0, b, t, h, 0)] = to_double(sum);
+    } else {
+      for (int i = 0; i < width; ++i) out[token_offset(s, width, b, t, h, i)] = to_double(m(t, i));
+    }
+  }
+}
+
+template <class S, class ToDouble>
+void store_head_state(const FixtureSpec& s, const Mat<S>& m, int b, int h, std::vector<double>& out,
+                      ToDouble to_double) {
+  for (int i = 0; i < s.K; ++i)
+    for (int j = 0; j < s.V; ++j) out[state_offset(s, b, h, i, j)] = to_double(m(i, j));
+}
+
+}  // namespace deltaproof::oracle

@@ -1,0 +1,366 @@
+// oracle/selfcheck.cpp — the generator's self-checks. See selfcheck.hpp.
+#include "oracle/selfcheck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/rng.hpp"
+#include "oracle/fd.hpp"
+#include "oracle/forward_mode.hpp"
+
+namespace deltaproof::oracle {
+
+bool SelfCheckReport::passed() const {
+  return std::all_of(checks.begin(), checks.end(), [](const auto& c) { return c.passed; });
+}
+
+const CheckFigure* SelfCheckReport::first_failure() const {
+  for (const auto& c : checks)
+    if (!c.passed) return &c;
+  return nullptr;
+}
+
+nlohmann::json SelfCheckReport::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& c : checks) {
+    nlohmann::json figure = std::isfinite(c.figure) ? nlohmann::json(c.figure) : nlohmann::json();
+    out[c.check] = {{"figure", figure},
+                    {"bar", c.bar},
+                    {"pass_if", c.lower_is_better ? "figure <= bar" : "figure >= bar"},
+                    {"passed", c.passed},
+                    {"method", c.method},
+                    {"detail", c.detail}};
+  }
+  return out;
+}
+
+double rel_max_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0.0;
+  double reference = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    reference = std::max(reference, std::abs(b[i]));
+  }
+  if (diff == 0.0) return 0.0;
+  return reference == 0.0 ? std::numeric_limits<double>::infinity() : diff / reference;
+}
+
+Problem prefix_problem(const Problem& problem, int length) {
+  Problem prefix = problem;
+  FixtureSpec& s = prefix.spec;
+  s.T = length;
+  auto layouts = input_layouts(problem.spec);
+  for (const auto& layout : cotangent_layouts(problem.spec)) layouts.push_back(layout);
+  for (const auto& layout : layouts) {
+    if (layout.is_state) continue;
+    const auto& full = problem.at(layout.name);
+    auto& cut = prefix.values[layout.name];
+    cut.assign(static_cast<std::size_t>(shape_numel(layout.shape(s))), 0.0);
+    const int width = layout.per_token();
+    for (int b = 0; b < s.B; ++b)
+      for (int t = 0; t < length; ++t)
+        for (int h = 0; h < s.H; ++h)
+          for (int i = 0; i < width; ++i)
+            cut[token_offset(s, layout.width, b, t, h, i)] =
+                full[token_offset(problem.spec, layout.width, b, t, h, i)];
+  }
+  std::fill(prefix.values["dht"].begin(), prefix.values["dht"].end(), 0.0);
+  return prefix;
+}
+
+namespace {
+
+CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
+                       std::string method, nlohmann::json detail = nlohmann::json::object()) {
+  CheckFigure c{std::move(name),   figure,           bar, lower_is_better, false,
+                std::move(method), std::move(detail)};
+  c.passed = std::isfinite(figure) && (lower_is_better ? figure <= bar : figure >= bar);
+  return c;
+}
+
+std::vector<Direction> random_directions(const Problem& problem, int per_tensor) {
+  std::vector<Direction> directions;
+  const auto layouts = input_layouts(problem.spec);
+  for (std::size_t t = 0; t < layouts.size(); ++t) {
+    for (int n = 0; n < per_tensor; ++n) {
+      Rng rng(problem.spec.seed, 1000 + 64 * t + n);
+      Direction d{layouts[t].name, std::vector<double>(problem.at(layouts[t].name).size())};
+      for (auto& x : d.values) x = rng.normal();
+      directions.push_back(std::move(d));
+    }
+  }
+  return directions;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+Problem moved(const Problem& problem, const Direction& d, double step) {
+  Problem out = problem;
+  auto& values = out.values[d.tensor];
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] += step * d.values[i];
+  return out;
+}
+
+// Per tensor: max |a - b| / max |b| over that tensor's directions.
+nlohmann::json per_tensor_rel(const std::vector<Direction>& directions,
+                              const std::vector<double>& a, const std::vector<double>& b,
+                              double& worst) {
+  std::map<std::string, std::pair<double, double>> diff_and_reference;
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    auto& [diff, reference] = diff_and_reference[directions[d].tensor];
+    diff = std::max(diff, std::abs(a[d] - b[d]));
+    reference = std::max(reference, std::abs(b[d]));
+  }
+  nlohmann::json detail = nlohmann::json::object();
+  worst = 0.0;
+  for (const auto& [tensor, pair] : diff_and_reference) {
+    const double rel = pair.first == 0.0    ? 0.0
+                       : pair.second == 0.0 ? std::numeric_limits<double>::infinity()
+                                            : pair.first / pair.second;
+    detail[tensor] = rel;
+    worst = std::max(worst, rel);
+  }
+  return detail;
+}
+
+// Scale of L's rounding error: sum of |o*do| + |ht*dht|.
+double loss_magnitude(const Problem& problem, const OracleOutput& out) {
+  double total = 0.0;
+  const auto& o = out.tensors.at("o");
+  const auto& dout = problem.at("do");
+  for (std::size_t i = 0; i < o.size(); ++i) total += std::abs(o[i] * dout[i]);
+  const auto& ht = out.tensors.at("ht");
+  const auto& dht = problem.at("dht");
+  for (std::size_t i = 0; i < ht.size(); ++i) total += std::abs(ht[i] * dht[i]);
+  return total;
+}
+
+}  // namespace
+
+SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad,
+                                const SelfCheckOptions& options) {
+  const FixtureSpec& s = problem.spec;
+  const int threads = options.threads;
+  const GeneratorFaults& faults = options.faults;
+  auto announce = [&](const std::string& name) {
+    if (options.on_check) options.on_check(name);
+  };
+  SelfCheckReport report;
+
+  announce("f64 oracle");
+  const OracleOutput f64 = evaluate<double>(problem, true, threads, faults);
+  const auto layouts = input_layouts(s);
+  const auto directions = random_directions(problem, options.directions_per_tensor);
+
+  announce("forward mode");
+  const std::vector<double> forward_dd =
+      forward_mode_directional(problem, directions, threads, faults);
+  std::vector<double> reverse_dd(directions.size());
+  for (std::size_t d = 0; d < directions.size(); ++d)
+    reverse_dd[d] = dot(f64.tensors.at(gradient_name(directions[d].tensor)), directions[d].values);
+
+  // 1. reverse sweep vs forward mode
+  {
+    const std::size_t coordinates = input_coordinate_count(s);
+    double worst = 0.0;
+    nlohmann::json detail = nlohmann::json::object();
+    std::string method;
+    if (coordinates <= options.coordinate_limit) {
+      const TensorMap forward_gradient = forward_mode_gradient(problem, threads, faults);
+      for (const auto& layout : layouts) {
+        const std::string name = gradient_name(layout.name);
+        const double rel = rel_max_error(f64.tensors.at(name), forward_gradient.at(name));
+        detail[name] = rel;
+        worst = std::max(worst, rel);
+      }
+      method = fmt::format("every coordinate ({}), f64; rel = max|rev-fwd|/max|fwd| per tensor",
+                           coordinates);
+    } else {
+      detail = per_tensor_rel(directions, reverse_dd, forward_dd, worst);
+      method = fmt::format("{} random directions per input tensor ({} coordinates), f64",
+                           options.directions_per_tensor, coordinates);
+    }
+    report.checks.push_back(make_check("reverse_vs_forward_mode", worst,
+                                       SelfCheckBars::reverse_vs_forward_mode, true, method,
+                                       detail));
+  }
+
+  // 2. central finite differences vs forward mode
+  announce("finite differences");
+  {
+    std::vector<Direction> fd_directions;
+    std::vector<double> fd, fd_forward;
+    double worst_estimate = 0.0;
+    for (std::size_t d = 0; d < directions.size(); ++d) {
+      if (static_cast<int>(d % options.directions_per_tensor) >= options.fd_directions_per_tensor)
+        continue;
+      auto along = [&](double step) {
+        return loss_f64(moved(problem, directions[d], step), threads, faults);
+      };
+      const FdResult<double> result = central_derivative<double>(along);
+      fd_directions.push_back(directions[d]);
+      fd.push_back(result.derivative);
+      fd_forward.push_back(forward_dd[d]);
+      worst_estimate = std::max(worst_estimate, result.error_estimate / std::abs(forward_dd[d]));
+    }
+    double worst = 0.0;
+    nlohmann::json detail = per_tensor_rel(fd_directions, fd, fd_forward, worst);
+    detail["max_error_estimate_rel"] = worst_estimate;
+    report.checks.push_back(make_check(
+        "fd_vs_forward_mode", worst, SelfCheckBars::fd_vs_forward_mode, true,
+        fmt::format("6th-order central differences (Boost.Math, f64, exactly representable step) "
+                    "on {} random directions per input tensor",
+                    options.fd_directions_per_tensor),
+        detail));
+  }
+
+  // 3. Taylor remainder of the reverse-sweep gradient
+  announce("taylor remainder");
+  {
+    const double f0 = f64.loss;
+    // remainders below ~8000 ulps of sum|terms of L| are rounding noise: unfitted
+    const double rounding_scale = 1024 * loss_magnitude(problem, f64);
+    std::vector<double> steps;
+    for (int e = 8; e <= 20; ++e) steps.push_back(std::ldexp(1.0, -e));
+    double worst = std::numeric_limits<double>::infinity();
+    nlohmann::json detail = nlohmann::json::object();
+    int linear = 0;
+    for (std::size_t d = 0; d < directions.size(); d += options.directions_per_tensor) {
+      auto along = [&](double step) {
+        return loss_f64(moved(problem, directions[d], step), threads, faults);
+      };
+      const TaylorSweep sweep =
+          taylor_remainder_sweep<double>(along, f0, reverse_dd[d], steps, rounding_scale);
+      if (sweep.points_used < 3) {
+        detail[directions[d].tensor] = "linear (remainder at the rounding floor)";
+        ++linear;
+        continue;
+      }
+      detail[directions[d].tensor] = sweep.slope;
+      worst = std::min(worst, sweep.slope);
+    }
+    if (linear == static_cast<int>(layouts.size())) worst = 2.0;  // nothing curved to fit
+    report.checks.push_back(make_check(
+        "taylor_remainder_order", worst, SelfCheckBars::taylor_min_order, false,
+        "slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, h = 2^-8..2^-20, one direction per input "
+        "tensor (f64); 2 = right gradient, 1 = wrong",
+        detail));
+  }
+
+  // 4. f64 vs quad
+  {
+    double worst = 0.0;
+    nlohmann::json detail = nlohmann::json::object();
+    for (const auto& [name, values] : quad.tensors) {
+      const double rel = rel_max_error(f64.tensors.at(name), values);
+      detail[name] = rel;
+      worst = std::max(worst, rel);
+    }
+    report.checks.push_back(make_check("f64_vs_quad", worst, SelfCheckBars::f64_vs_quad, true,
+                                       "rel = max|f64-quad|/max|quad| on every output and gradient",
+                                       detail));
+  }
+
+  // 5. multi-chunk liveness
+  announce("liveness");
+  if (s.num_chunks() == 1) {
+    CheckFigure c =
+        make_check("liveness", std::numeric_limits<double>::quiet_NaN(), SelfCheckBars::liveness,
+                   false, "not applicable: one chunk (T <= chunk) has no carry");
+    c.passed = true;
+    report.checks.push_back(c);
+  } else {
+    const int C = s.chunk;
+    nlohmann::json detail = nlohmann::json::object();
+    // (a) not a resized copy: each later chunk of each input differs from chunk 0
+    double distinct = std::numeric_limits<double>::infinity();
+    for (const auto& layout : layouts) {
+      if (layout.is_state) continue;
+      const auto& x = problem.at(layout.name);
+      const int width = layout.per_token();
+      for (int chunk = 1; chunk < s.num_chunks(); ++chunk) {
+        double diff = 0.0;
+        for (int b = 0; b < s.B; ++b)
+          for (int r = 0; r < C && chunk * C + r < s.T; ++r)
+            for (int h = 0; h < s.H; ++h)
+              for (int i = 0; i < width; ++i)
+                diff = std::max(diff,
+                                std::abs(x[token_offset(s, layout.width, b, chunk * C + r, h, i)] -
+                                         x[token_offset(s, layout.width, b, r, h, i)]));
+        distinct = std::min(distinct, diff);
+      }
+    }
+    detail["min_later_chunk_vs_first_chunk_input_diff"] = distinct;
+    // (b) forward: later-chunk outputs move when chunk-0 inputs move
+    Problem nudged = problem;
+    for (const std::string name : {"v", "k"}) {
+      auto& x = nudged.values[name];
+      const int width = name == "v" ? s.V : s.K;
+      for (int b = 0; b < s.B; ++b)
+        for (int t = 0; t < C; ++t)
+          for (int h = 0; h < s.H; ++h)
+            for (int i = 0; i < width; ++i) x[token_offset(s, width, b, t, h, i)] *= 1.5;
+    }
+    const auto nudged_o = evaluate<double>(nudged, false, threads, faults).tensors.at("o");
+    const auto& base_o = f64.tensors.at("o");
+    double moved_by = 0.0, late_amax = 0.0;
+    for (int b = 0; b < s.B; ++b)
+      for (int t = C; t < s.T; ++t)
+        for (int h = 0; h < s.H; ++h)
+          for (int j = 0; j < s.V; ++j) {
+            const auto at = token_offset(s, s.V, b, t, h, j);
+            moved_by = std::max(moved_by, std::abs(nudged_o[at] - base_o[at]));
+            late_amax = std::max(late_amax, std::abs(base_o[at]));
+          }
+    const double forward_live = late_amax == 0.0 ? 0.0 : moved_by / late_amax;
+    detail["forward"] = forward_live;
+    // (c) backward: chunk-0 gradients differ from those of the one-chunk prefix
+    const Problem one_chunk = prefix_problem(problem, C);
+    const auto prefix = evaluate<double>(one_chunk, true, threads, faults);
+    double backward_live = 0.0;
+    for (const auto& layout : layouts) {
+      const std::string name = gradient_name(layout.name);
+      const auto& full = f64.tensors.at(name);
+      const auto& cut = prefix.tensors.at(name);
+      double diff = 0.0, amax = 0.0;
+      if (layout.is_state) {
+        for (std::size_t i = 0; i < full.size(); ++i) {
+          diff = std::max(diff, std::abs(full[i] - cut[i]));
+          amax = std::max(amax, std::abs(full[i]));
+        }
+      } else {
+        const int width = layout.per_token();
+        for (int b = 0; b < s.B; ++b)
+          for (int t = 0; t < C; ++t)
+            for (int h = 0; h < s.H; ++h)
+              for (int i = 0; i < width; ++i) {
+                const double a = full[token_offset(s, layout.width, b, t, h, i)];
+                diff = std::max(
+                    diff,
+                    std::abs(a - cut[token_offset(one_chunk.spec, layout.width, b, t, h, i)]));
+                amax = std::max(amax, std::abs(a));
+              }
+      }
+      const double rel = amax == 0.0 ? 0.0 : diff / amax;
+      detail["backward_" + name] = rel;
+      backward_live = std::max(backward_live, rel);
+    }
+    detail["backward"] = backward_live;
+    const double figure = distinct > 0.0 ? std::min(forward_live, backward_live) : 0.0;
+    report.checks.push_back(make_check(
+        "liveness", figure, SelfCheckBars::liveness, false,
+        "min of: rel change of later-chunk o when chunk-0 k,v scale by 1.5; rel change of chunk-0 "
+        "gradients vs the one-chunk prefix; (0 if a later chunk's inputs copy chunk 0)",
+        detail));
+  }
+  return report;
+}
+
+}  // namespace deltaproof::oracle

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — installs everything deltaproof needs on a fresh Debian
+# machine (run as root), then configures and builds build/ (Release).
+# Dependencies come from Debian's packages and, for the Python-side checks, PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip
+          libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+          libcli11-dev libfmt-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! python3 -c 'import safetensors, numpy' 2>/dev/null; then
+  echo "setup: installing safetensors and numpy from PyPI"
+  python3 -m pip install --quiet safetensors numpy 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages safetensors numpy
+fi
+
+cmake --preset release >/dev/null
+cmake --build build -j "$(nproc)"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tests/cli/gen_cli_test.sh DELTAPROOF — the CLI contract of `deltaproof gen`:
+# bad input exits 2 with a sentence that says what to change; a broken
+# generator exits 1, names the failing check and writes nothing; --force
+# writes a fixture marked unchecked; a good run writes the file and a report.
+set -uo pipefail
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# expect CODE PATTERN -- ARGS...: exit code CODE and stderr+stdout matching PATTERN
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local output status
+  output=$("$bin" "$@" 2>&1)
+  status=$?
+  if [[ $status -ne $code ]] || ! grep -qE -- "$pattern" <<<"$output"; then
+    echo "FAIL: deltaproof $* -> exit $status (want $code), output:"
+    echo "$output" | sed 's/^/    /'
+    echo "    (wanted a line matching: $pattern)"
+    failures=$((failures + 1))
+  else
+    echo "ok: deltaproof $* -> $status"
+  fi
+}
+
+small=(--T 20 --K 4 --V 4)
+expect 2 "--K is 0.*pass --K N" -- gen --op gdn2 --T 8 --K 0 --out "$work/a.safetensors"
+expect 2 "--T is 0.*pass --T N" -- gen --op gdn2 --T 0 --out "$work/a.safetensors"
+expect 2 "unknown op 'gdn3'; pass --op gdn2, kda or gdn" -- gen --op gdn3 --T 8 --out "$work/a.safetensors"
+expect 2 "unknown regime 'wild'; pass --regime default, mild, stress or edge" -- gen --regime wild --T 8 --out "$work/a.safetensors"
+expect 2 "unknown dtype 'f16'; pass --dtype f32 or --dtype bf16" -- gen --dtype f16 --T 8 --out "$work/a.safetensors"
+expect 2 "--chunk is 12.*16, 32 or 64" -- gen --chunk 12 --T 8 --out "$work/a.safetensors"
+expect 2 "the folder .*/missing does not exist; create it or choose another --out" -- gen "${small[@]}" --out "$work/missing/a.safetensors"
+expect 2 "needs --out" -- gen "${small[@]}"
+expect 2 "Run 'deltaproof --help'" -- gen --T banana --out "$work/a.safetensors"
+expect 2 "manifest.json does not exist" -- gen --check "$work"
+
+# a good fixture, then the same path again without --overwrite
+expect 0 "determinism .* pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --report "$work/good.json"
+[[ -s $work/good.safetensors && -s $work/good.json ]] || { echo "FAIL: good fixture or report missing"; failures=$((failures + 1)); }
+grep -q '"status": "checked"' "$work/good.json" || { echo "FAIL: report lacks status checked"; failures=$((failures + 1)); }
+expect 2 "good.safetensors exists; pass --overwrite" -- gen --op kda "${small[@]}" --out "$work/good.safetensors"
+expect 0 "pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --overwrite
+
+# an unwritable folder (skipped as root, who can write anywhere)
+if [[ $(id -u) -ne 0 ]]; then
+  mkdir "$work/locked" && chmod 555 "$work/locked"
+  expect 2 "is not writable" -- gen "${small[@]}" --out "$work/locked/a.safetensors"
+fi
+
+# the double exp of background/000: refused, named, nothing written
+expect 1 "self-check 'reverse_vs_forward_mode' failed.*nothing written" -- gen "${small[@]}" --inject-generator-fault double-exp --out "$work/bad.safetensors"
+[[ ! -e $work/bad.safetensors ]] || { echo "FAIL: a refused fixture was written"; failures=$((failures + 1)); }
+# a carry cut at the chunk boundary: refused by liveness
+expect 1 "self-check 'liveness' failed" -- gen "${small[@]}" --chunk 16 --inject-generator-fault cut-carry --out "$work/cut.safetensors"
+[[ ! -e $work/cut.safetensors ]] || { echo "FAIL: a refused fixture was written"; failures=$((failures + 1)); }
+# --force writes it anyway, marked unchecked
+expect 1 "writing the fixture marked 'unchecked'" -- gen "${small[@]}" --inject-generator-fault double-exp --force --out "$work/forced.safetensors"
+grep -q '"status":"unchecked"' "$work/forced.safetensors" || { echo "FAIL: forced fixture not marked unchecked"; failures=$((failures + 1)); }
+
+if ((failures)); then echo "$failures CLI case(s) failed"; exit 1; fi
+echo "all CLI cases passed"

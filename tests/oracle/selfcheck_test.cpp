@@ -1,0 +1,130 @@
+// tests/oracle/selfcheck_test.cpp — the generator's self-checks pass on the
+// oracle and FAIL on broken generators: the double exp of background/000 is
+// refused by the gradient checks, a cut carry by the liveness check.
+#include <gtest/gtest.h>
+
+#include "core/safetensors.hpp"
+#include "oracle/fixture.hpp"
+
+namespace deltaproof::oracle {
+namespace {
+
+FixtureSpec two_chunks(Op op, Regime regime = Regime::default_) {
+  FixtureSpec s;
+  s.op = op;
+  s.T = 32;
+  s.regime = regime;
+  return s;
+}
+
+GeneratedFixture generate_clean(const FixtureSpec& spec) {
+  const GenerateOptions options;
+  return generate_fixture(spec, options);
+}
+
+const CheckFigure& check(const SelfCheckReport& report, const std::string& name) {
+  for (const auto& c : report.checks)
+    if (c.check == name) return c;
+  throw std::runtime_error("no check named " + name);
+}
+
+class EveryOpAndRegime : public ::testing::TestWithParam<std::tuple<Op, Regime>> {};
+
+TEST_P(EveryOpAndRegime, CleanGeneratorPassesEveryCheck) {
+  const auto [op, regime] = GetParam();
+  const GeneratedFixture f = generate_clean(two_chunks(op, regime));
+  for (const auto& c : f.report.checks)
+    EXPECT_TRUE(c.passed) << c.check << " figure " << c.figure << " bar " << c.bar << " "
+                          << c.detail.dump();
+  EXPECT_EQ(f.report.checks.size(), 6u);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EveryOpAndRegime,
+                         ::testing::Combine(::testing::Values(Op::gdn2, Op::kda, Op::gdn),
+                                            ::testing::Values(Regime::default_, Regime::mild,
+                                                              Regime::stress, Regime::edge)),
+                         [](const auto& info) {
+                           return std::string(op_name(std::get<0>(info.param))) + "_" +
+                                  std::string(regime_name(std::get<1>(info.param)));
+                         });
+
+TEST(SelfChecks, DoubleExpInTheDecayIsRefused) {
+  GenerateOptions options;
+  options.checks.faults.double_exp_in_reverse_decay = true;
+  const GeneratedFixture f = generate_fixture(two_chunks(Op::gdn2), options);
+  ASSERT_FALSE(f.report.passed());
+  EXPECT_EQ(f.report.first_failure()->check, "reverse_vs_forward_mode");
+  EXPECT_GT(check(f.report, "reverse_vs_forward_mode").figure, 1e-2);
+  // the Taylor remainder sees the same wrong gradient on its own: order ~1
+  EXPECT_FALSE(check(f.report, "taylor_remainder_order").passed);
+  EXPECT_LT(check(f.report, "taylor_remainder_order").figure, 1.3);
+  // and finite differences agree with forward mode: the forward is right
+  EXPECT_TRUE(check(f.report, "fd_vs_forward_mode").passed);
+}
+
+TEST(SelfChecks, CutCarryFailsLiveness) {
+  GenerateOptions options;
+  options.checks.faults.cut_carry_every = 16;
+  const GeneratedFixture f = generate_fixture(two_chunks(Op::kda), options);
+  ASSERT_FALSE(f.report.passed());
+  EXPECT_EQ(f.report.first_failure()->check, "liveness");
+  EXPECT_EQ(check(f.report, "liveness").figure, 0.0);
+  // every gradient check still passes: only liveness can see this bug
+  EXPECT_TRUE(check(f.report, "reverse_vs_forward_mode").passed);
+  EXPECT_TRUE(check(f.report, "f64_vs_quad").passed);
+}
+
+TEST(SelfChecks, LivenessIsNotApplicableOnOneChunk) {
+  FixtureSpec s = two_chunks(Op::gdn);
+  s.T = 16;
+  const GeneratedFixture f = generate_clean(s);
+  EXPECT_TRUE(f.report.passed());
+  EXPECT_TRUE(std::isnan(check(f.report, "liveness").figure));
+}
+
+TEST(SelfChecks, LargeFixturesAreCertifiedByDirections) {
+  FixtureSpec s = two_chunks(Op::gdn2);
+  s.T = 40;
+  GenerateOptions options;
+  options.checks.coordinate_limit = 100;  // force the direction path
+  const GeneratedFixture f = generate_fixture(s, options);
+  EXPECT_TRUE(f.report.passed());
+  EXPECT_NE(check(f.report, "reverse_vs_forward_mode").method.find("random directions"),
+            std::string::npos);
+}
+
+TEST(Fixture, TwoGenerationsGiveTheSameBytesAndTheMetadataNamesTheSpec) {
+  const FixtureSpec s = two_chunks(Op::gdn2, Regime::edge);
+  const GeneratedFixture a = generate_clean(s);
+  const GeneratedFixture b = generate_clean(s);
+  EXPECT_EQ(serialize_safetensors(a.file), serialize_safetensors(b.file));
+  const auto& m = a.file.metadata;
+  EXPECT_EQ(m.at("op"), "gdn2");
+  EXPECT_EQ(m.at("T"), "32");
+  EXPECT_EQ(m.at("status"), "checked");
+  EXPECT_EQ(m.at("sha256.dq"), a.file.tensors.at("dq").sha256());
+  EXPECT_EQ(spec_from_metadata(m, "x").describe(), s.describe());
+  for (const auto& [name, tensor] : a.file.tensors) EXPECT_EQ(tensor.dtype(), DType::F64) << name;
+}
+
+TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
+  FixtureSpec s = two_chunks(Op::kda);
+  s.dtype = DType::BF16;
+  const Problem p = draw_problem(s);
+  for (const auto& [name, values] : p.values)
+    for (double x : values) ASSERT_EQ(x, round_to_bf16(x)) << name;
+}
+
+TEST(Fixture, CanonicalSetHasElevenFixturesPerOp) {
+  const auto set = canonical_fixtures();
+  EXPECT_EQ(set.size(), 33u);
+  std::set<std::string> names;
+  for (const auto& f : set) names.insert(f.file);
+  EXPECT_EQ(names.size(), set.size());
+  EXPECT_TRUE(names.count("gdn2/t200-c64.safetensors"));
+  EXPECT_TRUE(names.count("kda/t32-c16-bf16.safetensors"));
+  EXPECT_TRUE(names.count("gdn/t32-c16-edge.safetensors"));
+}
+
+}  // namespace
+}  // namespace deltaproof::oracle
