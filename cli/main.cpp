@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/gen_command.hpp"
+#include "cli/run_command.hpp"
 #include "core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   deltaproof::cli::GenArguments gen;
   deltaproof::cli::add_gen_command(app, gen);
+  deltaproof::cli::RunArguments run;
+  deltaproof::cli::add_run_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("gen")) return deltaproof::cli::run_gen(gen);
+    if (app.got_subcommand("run")) return deltaproof::cli::run_run(run);
   } catch (const deltaproof::InputError& e) {
     fmt::print(stderr, "deltaproof: {}\n", e.what());
     return 2;

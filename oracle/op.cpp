@@ -9,24 +9,6 @@
 
 namespace deltaproof::oracle {
 
-std::string_view op_name(Op op) {
-  switch (op) {
-    case Op::gdn2:
-      return "gdn2";
-    case Op::kda:
-      return "kda";
-    case Op::gdn:
-      return "gdn";
-  }
-  return "?";
-}
-
-std::optional<Op> parse_op(std::string_view name) {
-  for (Op op : {Op::gdn2, Op::kda, Op::gdn})
-    if (op_name(op) == name) return op;
-  return std::nullopt;
-}
-
 std::string_view regime_name(Regime regime) {
   switch (regime) {
     case Regime::default_:

@@ -12,15 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op.hpp"
 #include "core/tensor.hpp"
 
 namespace deltaproof::oracle {
 
-enum class Op { gdn2, kda, gdn };
+using deltaproof::Op;
+using deltaproof::op_name;
+using deltaproof::parse_op;
 enum class Regime { default_, mild, stress, edge };
 
-std::string_view op_name(Op op);
-std::optional<Op> parse_op(std::string_view name);
 std::string_view regime_name(Regime regime);
 std::optional<Regime> parse_regime(std::string_view name);
 

@@ -34,11 +34,10 @@ Problem draw_problem(const FixtureSpec& spec);
 
 // Flat offsets in FLA layout.
 inline std::size_t token_offset(const FixtureSpec& s, int width, int b, int t, int h, int i) {
-  const int w = width == 0 ? 1 : width;
-  return ((static_cast<std::size_t>(b) * s.T + t) * s.H + h) * w + i;
+  return deltaproof::token_offset(s.T, s.H, width, b, t, h, i);
 }
 inline std::size_t state_offset(const FixtureSpec& s, int b, int h, int i, int j) {
-  return ((static_cast<std::size_t>(b) * s.H + h) * s.K + i) * s.V + j;
+  return deltaproof::state_offset(s.H, s.K, s.V, b, h, i, j);
 }
 
 // Copies one token tensor's (b, h) slice into a T x width matrix, broadcasting

@@ -61,5 +61,17 @@ expect 1 "self-check 'liveness' failed" -- gen "${small[@]}" --chunk 16 --inject
 expect 1 "writing the fixture marked 'unchecked'" -- gen "${small[@]}" --inject-generator-fault double-exp --force --out "$work/forced.safetensors"
 grep -q '"status":"unchecked"' "$work/forced.safetensors" || { echo "FAIL: forced fixture not marked unchecked"; failures=$((failures + 1)); }
 
+# gen --check: a folder whose fixture regenerates passes; one corrupted byte in
+# a tensor fails, naming the file and the tensor
+mkdir "$work/set"
+"$bin" gen --op gdn --T 20 --out "$work/set/one.safetensors" >/dev/null
+printf '{"fixtures": [{"file": "one.safetensors"}]}' >"$work/set/manifest.json"
+expect 0 "1 of 1 fixtures regenerate byte for byte" -- gen --check "$work/set"
+size=$(stat -c %s "$work/set/one.safetensors")
+printf '\x01' | dd of="$work/set/one.safetensors" bs=1 seek=$((size - 1)) conv=notrunc status=none
+expect 1 "FAIL one.safetensors: tensor 'v' differs in 1 of" -- gen --check "$work/set"
+rm "$work/set/one.safetensors"
+expect 1 "listed in the manifest but missing" -- gen --check "$work/set"
+
 if ((failures)); then echo "$failures CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"

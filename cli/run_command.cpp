@@ -1,0 +1,65 @@
+// cli/run_command.cpp — `deltaproof run`. See run_command.hpp.
+#include "cli/run_command.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "gates/fixture_io.hpp"
+#include "kernels/faults.hpp"
+
+namespace deltaproof::cli {
+
+void add_run_command(CLI::App& app, RunArguments& a) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a backend on a fixture's inputs and cotangents and write a candidate file");
+  run->add_option("--backend", a.backend, "backend name (cpu-chunk, cpu-recurrent, ...)")
+      ->required();
+  run->add_option("--fixture", a.fixture,
+                  "safetensors file with q k v g b w|beta h0 (and do dht for bwd)")
+      ->required();
+  run->add_option("--out", a.out, "candidate file to write (F32)")->required();
+  run->add_option("--chunk", a.chunk, "chunk size 16, 32 or 64 (default: the fixture's, else 64)");
+  run->add_option("--phase", a.phase, "fwd (o, ht) or bwd (also every gradient)")
+      ->capture_default_str();
+  if (kernels::kFaultsCompiledIn)
+    run->add_option("--fault", a.fault, "falsify build: switch one kernel fault on by id");
+}
+
+int run_run(const RunArguments& a) {
+  if (a.phase != "fwd" && a.phase != "bwd")
+    throw InputError(fmt::format("unknown phase '{}'; pass --phase fwd or --phase bwd.", a.phase));
+  const kernels::Phase phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
+  const kernels::Backend& backend = kernels::find_backend(a.backend);
+  namespace fs = std::filesystem;
+  fs::path folder = fs::path(a.out).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder))
+    throw InputError(
+        fmt::format("cannot write {}: the folder {} does not exist; create it or "
+                    "choose another --out.",
+                    a.out, folder.string()));
+#ifdef DELTAPROOF_FALSIFY
+  kernels::set_active_fault(a.fault);
+#endif
+  const SafetensorsFile fixture = read_safetensors(a.fixture);
+  const gates::KernelJob job = gates::job_from_file(fixture, a.fixture, phase, a.chunk);
+  kernels::Buffers outputs = kernels::allocate_outputs(job.shape, phase, std::nanf(""));
+  kernels::ExecutionRecord record;
+  const auto start = std::chrono::steady_clock::now();
+  backend.run(job.shape, job.inputs, phase, outputs, record);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_safetensors(
+      a.out, gates::candidate_file(job.shape, phase, outputs, record, backend.name(), a.fixture));
+  std::string stages;
+  for (const auto& [stage, times] : record.stages) stages += fmt::format(" {}x{}", stage, times);
+  fmt::print("{} {} {} B{} T{} H{} K{} V{} chunk{} -> {} ({:.3f} s; stages:{})\n", backend.name(),
+             a.phase, op_name(job.shape.op), job.shape.B, job.shape.T, job.shape.H, job.shape.K,
+             job.shape.V, job.shape.chunk, a.out, seconds, stages);
+  return 0;
+}
+
+}  // namespace deltaproof::cli

@@ -1,0 +1,136 @@
+// gates/fixture_io.cpp — see fixture_io.hpp.
+#include "gates/fixture_io.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace deltaproof::gates {
+using kernels::KernelShape;
+using kernels::Phase;
+
+Shape tensor_shape(const KernelShape& s, const std::string& name) {
+  const int width = kernels::tensor_width(s, name);
+  if (width < 0) return {s.B, s.H, s.K, s.V};
+  if (width == 0) return {s.B, s.T, s.H};
+  return {s.B, s.T, s.H, width};
+}
+
+namespace {
+
+const Tensor& require(const SafetensorsFile& file, const std::string& source,
+                      const std::string& name, Op op) {
+  if (file.has(name)) return file.tensors.at(name);
+  std::string needed;
+  for (const auto& n : kernels::kernel_input_names(op)) needed += (needed.empty() ? "" : " ") + n;
+  throw InputError(fmt::format("{}: tensor '{}' is missing; a {} kernel needs {}.", source, name,
+                               op_name(op), needed));
+}
+
+Op infer_op(const SafetensorsFile& file, const std::string& source) {
+  if (auto it = file.metadata.find("op"); it != file.metadata.end()) {
+    if (auto op = parse_op(it->second)) return *op;
+    throw InputError(
+        fmt::format("{}: metadata 'op' is '{}', not gdn2, kda or gdn.", source, it->second));
+  }
+  if (file.has("b") || file.has("w")) return Op::gdn2;
+  if (file.has("beta") && file.has("g"))
+    return file.tensors.at("g").shape().size() == 3 ? Op::gdn : Op::kda;
+  throw InputError(
+      fmt::format("{}: cannot tell the op: no metadata 'op', and neither b/w (gdn2) "
+                  "nor beta (kda, gdn) is present.",
+                  source));
+}
+
+std::string index_string(const Shape& shape, std::size_t flat) {
+  std::vector<std::int64_t> index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = static_cast<std::int64_t>(flat % shape[d]);
+    flat /= shape[d];
+  }
+  return shape_string(index);
+}
+
+}  // namespace
+
+KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, Phase phase,
+                        int chunk) {
+  KernelJob job;
+  KernelShape& s = job.shape;
+  s.op = infer_op(file, source);
+  const Tensor& q = require(file, source, "q", s.op);
+  const Tensor& v = require(file, source, "v", s.op);
+  if (q.shape().size() != 4)
+    throw InputError(fmt::format("{}: tensor 'q' has shape {}; it must be [B, T, H, K].", source,
+                                 shape_string(q.shape())));
+  if (v.shape().size() != 4)
+    throw InputError(fmt::format("{}: tensor 'v' has shape {}; it must be [B, T, H, V].", source,
+                                 shape_string(v.shape())));
+  s.B = static_cast<int>(q.shape()[0]);
+  s.T = static_cast<int>(q.shape()[1]);
+  s.H = static_cast<int>(q.shape()[2]);
+  s.K = static_cast<int>(q.shape()[3]);
+  s.V = static_cast<int>(v.shape()[3]);
+  if (s.B < 1 || s.T < 1 || s.H < 1 || s.K < 1 || s.V < 1)
+    throw InputError(
+        fmt::format("{}: tensor 'q' has an empty dimension: {}.", source, shape_string(q.shape())));
+  s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.K)));
+  if (auto it = file.metadata.find("scale"); it != file.metadata.end())
+    s.scale = static_cast<float>(std::stod(it->second));
+  s.chunk = 64;
+  if (auto it = file.metadata.find("chunk"); it != file.metadata.end())
+    s.chunk = std::stoi(it->second);
+  if (chunk > 0) s.chunk = chunk;
+  if (s.chunk != 16 && s.chunk != 32 && s.chunk != 64)
+    throw InputError(
+        fmt::format("chunk size {} is not supported; pass --chunk 16, 32 or 64.", s.chunk));
+
+  for (const auto& name : kernels::kernel_input_names(s.op)) {
+    if (phase == Phase::fwd && (name == "do" || name == "dht")) continue;
+    const Tensor& t = require(file, source, name, s.op);
+    const Shape want = tensor_shape(s, name);
+    if (t.shape() != want)
+      throw InputError(fmt::format(
+          "{}: tensor '{}' has shape {}, but q and v say B={} T={} H={} "
+          "K={} V={}, so it must be {}.",
+          source, name, shape_string(t.shape()), s.B, s.T, s.H, s.K, s.V, shape_string(want)));
+    const std::vector<double> values = t.to_f64();
+    auto& buffer = job.inputs[name];
+    buffer.resize(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i]))
+        throw InputError(fmt::format("{}: tensor '{}' has {} at index {}; inputs must be finite.",
+                                     source, name, std::isnan(values[i]) ? "a NaN" : "an inf",
+                                     index_string(want, i)));
+      buffer[i] = static_cast<float>(values[i]);
+    }
+  }
+  return job;
+}
+
+SafetensorsFile candidate_file(const KernelShape& s, Phase phase, const kernels::Buffers& outputs,
+                               const kernels::ExecutionRecord& record, const std::string& backend,
+                               const std::string& fixture_source) {
+  SafetensorsFile file;
+  for (const auto& name : kernels::kernel_output_names(s.op, phase)) {
+    const auto& values = outputs.at(name);
+    file.tensors[name] = Tensor::from_f64(DType::F32, tensor_shape(s, name),
+                                          std::vector<double>(values.begin(), values.end()));
+  }
+  nlohmann::json stages = record.stages;
+  file.metadata = {{"format", "deltaproof-candidate/1"},
+                   {"backend", backend},
+                   {"phase", phase == Phase::fwd ? "fwd" : "bwd"},
+                   {"op", std::string(op_name(s.op))},
+                   {"chunk", std::to_string(s.chunk)},
+                   {"precision", "f32"},
+                   {"fixture", fixture_source},
+                   {"execution_record", stages.dump()}};
+  return file;
+}
+
+}  // namespace deltaproof::gates

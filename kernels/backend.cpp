@@ -1,0 +1,72 @@
+// kernels/backend.cpp — tensor names and sizes, output allocation, and the
+// backend registry.
+#include "kernels/backend.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "kernels/cpu/backends.hpp"
+
+namespace deltaproof::kernels {
+
+std::vector<std::string> kernel_input_names(Op op) {
+  if (op == Op::gdn2) return {"q", "k", "v", "g", "b", "w", "h0", "do", "dht"};
+  return {"q", "k", "v", "g", "beta", "h0", "do", "dht"};
+}
+
+std::vector<std::string> kernel_output_names(Op op, Phase phase) {
+  std::vector<std::string> names = {"o", "ht"};
+  if (phase == Phase::fwd) return names;
+  for (const auto& input : kernel_input_names(op))
+    if (input != "do" && input != "dht") names.push_back("d" + input);
+  return names;
+}
+
+int tensor_width(const KernelShape& s, std::string_view name) {
+  const std::string_view base =
+      name.size() > 1 && name[0] == 'd' && name != "do" ? name.substr(1) : name;
+  if (base == "h0" || base == "ht" || name == "dht") return -1;
+  if (base == "q" || base == "k" || base == "b") return s.K;
+  if (base == "g") return s.op == Op::gdn ? 0 : s.K;
+  if (base == "v" || base == "w" || base == "o" || name == "do") return s.V;
+  if (base == "beta") return 0;
+  throw InputError(fmt::format("'{}' is not a tensor of op {}.", name, op_name(s.op)));
+}
+
+std::size_t tensor_size(const KernelShape& s, std::string_view name) {
+  const int width = tensor_width(s, name);
+  if (width < 0) return static_cast<std::size_t>(s.B) * s.H * s.K * s.V;
+  return static_cast<std::size_t>(s.B) * s.T * s.H * (width == 0 ? 1 : width);
+}
+
+Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill) {
+  Buffers out;
+  for (const auto& name : kernel_output_names(shape.op, phase))
+    out[name].assign(tensor_size(shape, name), fill);
+  return out;
+}
+
+namespace {
+const std::vector<const Backend*>& registry() {
+  static const std::vector<const Backend*> backends = {&cpu::chunk_backend(),
+                                                       &cpu::recurrent_backend()};
+  return backends;
+}
+}  // namespace
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const Backend* b : registry()) names.push_back(b->name());
+  return names;
+}
+
+const Backend& find_backend(std::string_view name) {
+  std::string known;
+  for (const Backend* b : registry()) {
+    if (b->name() == name) return *b;
+    known += (known.empty() ? "" : ", ") + b->name();
+  }
+  throw InputError(fmt::format("unknown backend '{}'; the backends are: {}.", name, known));
+}
+
+}  // namespace deltaproof::kernels

@@ -1,0 +1,63 @@
+// kernels/backend.hpp — the interface every kernel under test implements, CPU
+// and CUDA alike: f32 buffers in FLA layout in, o, ht and every gradient out,
+// plus an execution record naming each kernel stage that ran and how often
+// (the gates' path evidence: no silent fallback). Backends are found by name.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/op.hpp"
+
+namespace deltaproof::kernels {
+
+enum class Phase { fwd, bwd };  // bwd runs the forward and the backward
+
+struct KernelShape {
+  Op op = Op::gdn2;
+  int B = 1, T = 1, H = 1, K = 1, V = 1;
+  int chunk = 64;  // used by chunked backends
+  float scale = 1.0f;
+};
+
+// Names of the tensors a kernel reads: q k v g b w h0 (gdn2) or q k v g beta h0
+// (kda, gdn), plus the cotangents do dht for the backward.
+std::vector<std::string> kernel_input_names(Op op);
+// o ht, then dq dk dv dg db dw (dbeta) dh0 when phase is bwd.
+std::vector<std::string> kernel_output_names(Op op, Phase phase);
+// The number of elements of a named tensor for a shape.
+std::size_t tensor_size(const KernelShape& shape, std::string_view name);
+// Per-token channels of a token tensor (0 = one value per token and head);
+// -1 for a state tensor (h0, ht, dht, dh0).
+int tensor_width(const KernelShape& shape, std::string_view name);
+
+using Buffers = std::map<std::string, std::vector<float>>;
+
+struct ExecutionRecord {
+  std::map<std::string, long> stages;  // stage name -> times it ran
+  void note(const std::string& stage, long times = 1) { stages[stage] += times; }
+  bool ran(const std::string& stage) const { return stages.count(stage) && stages.at(stage) > 0; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Reads `inputs`; writes every element of the tensors of
+  // kernel_output_names(op, phase), already allocated in `outputs` (a caller
+  // may fill them with NaN first to catch unwritten elements).
+  virtual void run(const KernelShape& shape, const Buffers& inputs, Phase phase, Buffers& outputs,
+                   ExecutionRecord& record) const = 0;
+};
+
+// Allocates every output of `phase`, each element set to `fill`.
+Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill);
+
+// Throws InputError naming the backend and the known ones when unknown.
+const Backend& find_backend(std::string_view name);
+std::vector<std::string> backend_names();
+
+}  // namespace deltaproof::kernels

@@ -1,0 +1,160 @@
+// kernels/cpu/backends.cpp — cpu-chunk and cpu-recurrent behind the backend
+// interface: gather each (batch, head) from FLA layout, run, scatter back.
+#include "kernels/cpu/backends.hpp"
+
+#include "core/parallel.hpp"
+#include "kernels/faults.hpp"
+#include "oracle/recurrence.hpp"
+
+namespace deltaproof::kernels::cpu {
+
+MatF gather_tokens(const KernelShape& s, const std::vector<float>& buffer, int width, int columns,
+                   int b, int h, int rows) {
+  MatF out(rows, columns);
+  for (int t = 0; t < rows; ++t)
+    for (int i = 0; i < columns; ++i) {
+      // t >= T only under the partial-chunk fault: read on past the sequence
+      const std::size_t at = token_offset(s.T, s.H, width, b, t, h, width == 0 ? 0 : i);
+      out(t, i) = buffer[at % buffer.size()];
+    }
+  return out;
+}
+
+MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, int b, int h) {
+  MatF out(s.K, s.V);
+  for (int i = 0; i < s.K; ++i)
+    for (int j = 0; j < s.V; ++j) out(i, j) = buffer[state_offset(s.H, s.K, s.V, b, h, i, j)];
+  return out;
+}
+
+HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows) {
+  HeadSequence x;
+  x.Q = gather_tokens(s, in.at("q"), s.K, s.K, b, h, rows);
+  x.K = gather_tokens(s, in.at("k"), s.K, s.K, b, h, rows);
+  x.V = gather_tokens(s, in.at("v"), s.V, s.V, b, h, rows);
+  x.g = gather_tokens(s, in.at("g"), s.op == Op::gdn ? 0 : s.K, s.K, b, h, rows);
+  if (s.op == Op::gdn2) {
+    x.B = gather_tokens(s, in.at("b"), s.K, s.K, b, h, rows);
+    x.W = gather_tokens(s, in.at("w"), s.V, s.V, b, h, rows);
+  } else {
+    x.B = gather_tokens(s, in.at("beta"), 0, s.K, b, h, rows);
+    x.W = gather_tokens(s, in.at("beta"), 0, s.V, b, h, rows);
+  }
+  x.h0 = gather_state(s, in.at("h0"), b, h);
+  return x;
+}
+
+void scatter_tokens(const KernelShape& s, const MatF& m, int width, int b, int h,
+                    std::vector<float>& out) {
+  for (int t = 0; t < s.T; ++t) {
+    if (width == 0) {
+      out[token_offset(s.T, s.H, 0, b, t, h, 0)] = m.row(t).sum();
+    } else {
+      for (int i = 0; i < width; ++i) out[token_offset(s.T, s.H, width, b, t, h, i)] = m(t, i);
+    }
+  }
+}
+
+void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vector<float>& out) {
+  for (int i = 0; i < s.K; ++i)
+    for (int j = 0; j < s.V; ++j) out[state_offset(s.H, s.K, s.V, b, h, i, j)] = m(i, j);
+}
+
+namespace {
+
+// Writes one head's results; gradients only when they were computed.
+void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool backward,
+                  Buffers& out) {
+  scatter_tokens(s, r.O, s.V, b, h, out.at("o"));
+  scatter_state(s, r.ht, b, h, out.at("ht"));
+  if (!backward) return;
+  const ChunkGradients& d = r.grad;
+  scatter_tokens(s, d.dQ, s.K, b, h, out.at("dq"));
+  scatter_tokens(s, d.dK, s.K, b, h, out.at("dk"));
+  scatter_tokens(s, d.dV, s.V, b, h, out.at("dv"));
+  scatter_tokens(s, d.dG, s.op == Op::gdn ? 0 : s.K, b, h, out.at("dg"));
+  if (s.op == Op::gdn2) {
+    scatter_tokens(s, d.dB, s.K, b, h, out.at("db"));
+    scatter_tokens(s, d.dW, s.V, b, h, out.at("dw"));
+  } else {
+    // beta feeds both B and W
+    const MatF dbeta = d.dB.rowwise().sum() + d.dW.rowwise().sum();
+    scatter_tokens(s, dbeta, 0, b, h, out.at("dbeta"));
+  }
+  if (r.dh0.size() != 0) scatter_state(s, r.dh0, b, h, out.at("dh0"));
+}
+
+// Runs `head` over every (batch, head) in parallel; records merge in head order.
+template <class RunHead>
+void for_each_head(const KernelShape& s, ExecutionRecord& record, RunHead run_one) {
+  const int heads = s.B * s.H;
+  std::vector<ExecutionRecord> records(heads);
+  parallel_for(heads, 0, [&](int index) { run_one(index / s.H, index % s.H, records[index]); });
+  for (const auto& r : records)
+    for (const auto& [stage, times] : r.stages) record.note(stage, times);
+}
+
+class ChunkBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu-chunk"; }
+  std::string description() const override {
+    return "chunked WY forward and BK2/BK1/glue backward, f32, host";
+  }
+  void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
+           ExecutionRecord& record) const override {
+    const bool backward = phase == Phase::bwd;
+    const int chunks = (s.T + s.chunk - 1) / s.chunk;
+    const int rows = DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? chunks * s.chunk : s.T;
+    for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
+      const HeadSequence x = gather_head(s, in, b, h, rows);
+      const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
+      const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
+      const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record);
+      scatter_head(s, b, h, r, backward, out);
+    });
+  }
+};
+
+class RecurrentBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu-recurrent"; }
+  std::string description() const override {
+    return "token-by-token recurrence and reverse sweep, f32, host";
+  }
+  void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
+           ExecutionRecord& record) const override {
+    const bool backward = phase == Phase::bwd;
+    for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
+      const HeadSequence x = gather_head(s, in, b, h, s.T);
+      oracle::Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
+      const auto trajectory = oracle::forward(seq, s.scale, backward);
+      head_record.note("recurrent.fwd");
+      HeadResult r;
+      r.O = trajectory.o;
+      r.ht = trajectory.ht;
+      if (backward) {
+        const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
+        const MatF dht = gather_state(s, in.at("dht"), b, h);
+        auto grad = oracle::reverse(seq, trajectory, dO, dht, s.scale);
+        head_record.note("recurrent.bwd");
+        r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
+        r.dh0 = grad.dh0;
+      }
+      scatter_head(s, b, h, r, backward, out);
+    });
+  }
+};
+
+}  // namespace
+
+const Backend& chunk_backend() {
+  static const ChunkBackend backend;
+  return backend;
+}
+
+const Backend& recurrent_backend() {
+  static const RecurrentBackend backend;
+  return backend;
+}
+
+}  // namespace deltaproof::kernels::cpu

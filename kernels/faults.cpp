@@ -1,0 +1,58 @@
+// kernels/faults.cpp — the fault catalog of the kernels' injection points and,
+// in a falsify build, the run-time switch.
+#include "kernels/faults.hpp"
+
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace deltaproof::kernels {
+
+const std::vector<FaultInfo>& fault_catalog() {
+  static const std::vector<FaultInfo> catalog = {
+      {Fault::double_exp_chunk_decay, "double-exp-chunk-decay",
+       "the chunk-end decay exponentiated twice: K*exp(exp(G_C) - G) (background/000)"},
+      {Fault::state_not_carried, "state-not-carried",
+       "every chunk starts from h0: the chunk-start state is not carried forward"},
+      {Fault::ds_not_handed_back, "ds-not-handed-back",
+       "BK2: dS is not handed back between chunks (each chunk's dS_end is zero but the last)"},
+      {Fault::state_transposed, "state-transposed", "the chunk-start state read transposed"},
+      {Fault::b_dropped_from_a, "b-dropped-from-a", "b (or beta) dropped from A"},
+      {Fault::cumulative_decay_off_by_one, "cumulative-decay-off-by-one",
+       "the cumulative decay G_r sums g_i for i < r instead of i <= r"},
+      {Fault::scratch_read_before_write, "scratch-read-before-write",
+       "BK1's dU scratch buffer is read before it is written (accumulates over chunks)"},
+      {Fault::dg_sign_flipped, "dg-sign-flipped", "dg written with its sign flipped"},
+      {Fault::dh0_not_written, "dh0-not-written", "dh0 is never written"},
+      {Fault::dht_ignored, "dht-ignored", "the cotangent of the final state (dht) is ignored"},
+      {Fault::partial_chunk_reads_past_t, "partial-chunk-reads-past-t",
+       "the partial last chunk reads a whole chunk of rows, past T"},
+  };
+  return catalog;
+}
+
+#ifdef DELTAPROOF_FALSIFY
+namespace {
+std::atomic<Fault> g_active{Fault::none};
+}
+
+void set_active_fault(std::string_view id) {
+  if (id.empty() || id == "none") {
+    g_active = Fault::none;
+    return;
+  }
+  for (const auto& info : fault_catalog())
+    if (info.id == id) {
+      g_active = info.fault;
+      return;
+    }
+  throw InputError(
+      fmt::format("unknown fault '{}'; see the fault catalog (kernels/faults.cpp).", id));
+}
+
+Fault active_fault() { return g_active.load(std::memory_order_relaxed); }
+#endif
+
+}  // namespace deltaproof::kernels
