@@ -12,6 +12,11 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 echo "== Python: load every committed fixture with safetensors + numpy"
 python3 scripts/check_fixtures.py fixtures
 
+echo "== falsify build: every kernel fault point turns a fixture term red"
+cmake --preset falsify >/dev/null
+cmake --build build-falsify -j "$(nproc)" --target kernels_falsify_tests
+./build-falsify/bin/kernels_falsify_tests
+
 echo "== libFuzzer: safetensors reader, 60 s"
 cmake --preset fuzz >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
