@@ -22,7 +22,15 @@ void add_run_command(CLI::App& app, RunArguments& a) {
                   "safetensors file with q k v g b w|beta h0 (and do dht for bwd)")
       ->required();
   run->add_option("--out", a.out, "candidate file to write (F32)")->required();
-  run->add_option("--chunk", a.chunk, "chunk size 16, 32 or 64 (default: the fixture's, else 64)");
+  // Checked here, not only in job_from_file: there 0 means "not given", so
+  // --chunk 0 or -16 would otherwise fall back silently to the fixture's chunk.
+  run->add_option("--chunk", a.chunk, "chunk size 16, 32 or 64 (default: the fixture's, else 64)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            if (text == "16" || text == "32" || text == "64") return std::string();
+            return fmt::format("chunk size {} is not supported; pass --chunk 16, 32 or 64", text);
+          },
+          "16|32|64"));
   run->add_option("--phase", a.phase, "fwd (o, ht) or bwd (also every gradient)")
       ->capture_default_str();
   if (kernels::kFaultsCompiledIn)
@@ -41,6 +49,12 @@ int run_run(const RunArguments& a) {
         fmt::format("cannot write {}: the folder {} does not exist; create it or "
                     "choose another --out.",
                     a.out, folder.string()));
+  std::error_code same_error;
+  if (fs::exists(a.out) && fs::equivalent(a.out, a.fixture, same_error))
+    throw InputError(
+        fmt::format("--out {} is the fixture itself; choose another path for the "
+                    "candidate.",
+                    a.out));
 #ifdef DELTAPROOF_FALSIFY
   kernels::set_active_fault(a.fault);
 #endif

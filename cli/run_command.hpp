@@ -15,7 +15,6 @@ struct RunArguments {
   std::string phase = "bwd";
   std::string fault;
   int chunk = 0;
-  bool overwrite = true;
 };
 
 void add_run_command(CLI::App& app, RunArguments& args);

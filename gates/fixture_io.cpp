@@ -38,12 +38,28 @@ Op infer_op(const SafetensorsFile& file, const std::string& source) {
         fmt::format("{}: metadata 'op' is '{}', not gdn2, kda or gdn.", source, it->second));
   }
   if (file.has("b") || file.has("w")) return Op::gdn2;
-  if (file.has("beta") && file.has("g"))
-    return file.tensors.at("g").shape().size() == 3 ? Op::gdn : Op::kda;
+  if (file.has("beta") && !file.has("g"))
+    throw InputError(
+        fmt::format("{}: tensor 'g' is missing; with beta this is kda (g [B, T, H, K]) or gdn "
+                    "(g [B, T, H]), which need q k v g beta h0 do dht.",
+                    source));
+  if (file.has("beta")) return file.tensors.at("g").shape().size() == 3 ? Op::gdn : Op::kda;
   throw InputError(
       fmt::format("{}: cannot tell the op: no metadata 'op', and neither b/w (gdn2) "
                   "nor beta (kda, gdn) is present.",
                   source));
+}
+
+// A metadata value parsed whole as a T (int or double); an InputError naming
+// `source` and `key` otherwise, never a silent default.
+template <typename T>
+T metadata_number(const std::string& text, const std::string& source, const std::string& key) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(double(value)))
+    throw InputError(
+        fmt::format("{}: metadata '{}' is '{}', not a finite number.", source, key, text));
+  return value;
 }
 
 std::string index_string(const Shape& shape, std::size_t flat) {
@@ -80,14 +96,15 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
         fmt::format("{}: tensor 'q' has an empty dimension: {}.", source, shape_string(q.shape())));
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.K)));
   if (auto it = file.metadata.find("scale"); it != file.metadata.end())
-    s.scale = static_cast<float>(std::stod(it->second));
+    s.scale = static_cast<float>(metadata_number<double>(it->second, source, "scale"));
   s.chunk = 64;
-  if (auto it = file.metadata.find("chunk"); it != file.metadata.end())
-    s.chunk = std::stoi(it->second);
-  if (chunk > 0) s.chunk = chunk;
+  if (chunk > 0)
+    s.chunk = chunk;
+  else if (auto it = file.metadata.find("chunk"); it != file.metadata.end())
+    s.chunk = metadata_number<int>(it->second, source, "chunk");
   if (s.chunk != 16 && s.chunk != 32 && s.chunk != 64)
-    throw InputError(
-        fmt::format("chunk size {} is not supported; pass --chunk 16, 32 or 64.", s.chunk));
+    throw InputError(fmt::format("{}: chunk size {} is not supported; pass --chunk 16, 32 or 64.",
+                                 source, s.chunk));
 
   for (const auto& name : kernels::kernel_input_names(s.op)) {
     if (phase == Phase::fwd && (name == "do" || name == "dht")) continue;
