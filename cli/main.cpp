@@ -2,13 +2,25 @@
 // failed, 2 usage or input error.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/gate_command.hpp"
 #include "cli/gen_command.hpp"
 #include "cli/run_command.hpp"
 #include "core/error.hpp"
+
+namespace {
+// The running executable (for --replay), from /proc, else argv[0].
+std::string self_executable(const char* argv0) {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string(argv0) : path.string();
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -19,6 +31,8 @@ int main(int argc, char** argv) {
   deltaproof::cli::add_gen_command(app, gen);
   deltaproof::cli::RunArguments run;
   deltaproof::cli::add_run_command(app, run);
+  deltaproof::cli::GateArguments gate;
+  deltaproof::cli::add_gate_command(app, gate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,6 +46,11 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("gen")) return deltaproof::cli::run_gen(gen);
     if (app.got_subcommand("run")) return deltaproof::cli::run_run(run);
+    if (app.got_subcommand("gate")) {
+      std::string command_line;
+      for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+      return deltaproof::cli::run_gate_command(gate, command_line, self_executable(argv[0]));
+    }
   } catch (const deltaproof::InputError& e) {
     fmt::print(stderr, "deltaproof: {}\n", e.what());
     return 2;

@@ -1,0 +1,147 @@
+// cli/gate_command.cpp — `deltaproof gate`. See gate_command.hpp.
+#include "cli/gate_command.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "gates/registry.hpp"
+#include "gates/report.hpp"
+
+namespace deltaproof::cli {
+namespace fs = std::filesystem;
+
+std::string paint(const std::string& text, const char* colour) {
+  static const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+  if (!terminal) return text;
+  return fmt::format("\033[{}m{}\033[0m", colour, text);
+}
+
+void add_gate_command(CLI::App& app, GateArguments& a) {
+  CLI::App* gate = app.add_subcommand("gate", "List, run and check gates");
+  gate->require_subcommand(1);
+  a.list = gate->add_subcommand("list", "List the gates whose names match GLOB (all by default)");
+  a.list->add_option("patterns", a.patterns, "name globs, e.g. 'gdn2.cpu-chunk.*.bwd'");
+  a.list->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
+
+  a.run = gate->add_subcommand("run", "Run the gates named by NAME or GLOB");
+  a.run->add_option("patterns", a.patterns, "gate names or globs")->required();
+  a.run->add_option("--report", a.report, "write the JSON report to FILE");
+  a.run->add_option("--repeat", a.repeat, "runs in this process, compared bitwise")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  a.run->add_option("--replay", a.replay, "extra runs in fresh processes, compared bitwise")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  a.run->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
+
+  a.check =
+      gate->add_subcommand("check", "Gate a candidate computed by anything against a fixture");
+  a.check->add_option("--fixture", a.fixture, "the fixture (reference)")->required();
+  a.check->add_option("--candidate", a.candidate, "safetensors with o, ht and the gradients")
+      ->required();
+  a.check
+      ->add_option("--precision", a.precision, "the candidate's precision class: f32, tf32, bf16")
+      ->capture_default_str();
+  a.check->add_option("--report", a.report, "write the JSON report to FILE");
+}
+
+namespace {
+
+fs::path fixtures_folder(const GateArguments& a) {
+  if (!a.fixtures_dir.empty()) return a.fixtures_dir;
+  if (fs::exists("fixtures/manifest.json")) return "fixtures";
+  const fs::path installed = fs::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
+  return installed;
+}
+
+std::string figure(double x) {
+  return std::isfinite(x) ? fmt::format("{:.2e}", x) : (std::isnan(x) ? "-" : "inf");
+}
+
+// One line per gate: verdict, name, the worst term against its bar.
+void print_result(const gates::GateResult& r) {
+  const gates::TermComparison* worst = nullptr;
+  for (const auto& t : r.terms)
+    if (t.status != gates::TermStatus::not_compared && (!worst || !(t.margin >= worst->margin)))
+      worst = &t;
+  const std::string verdict = r.verdict == "pass"      ? paint("PASS", "32")
+                              : r.verdict == "skipped" ? paint("SKIP", "33")
+                                                       : paint("FAIL", "31;1");
+  std::string detail;
+  if (worst && r.kind == "oracle")
+    detail =
+        fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure(worst->rel), worst->bar);
+  else if (worst)
+    detail = fmt::format("{} relations, bitwise", r.terms.size());
+  fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
+  if (r.verdict != "pass")
+    for (const auto& reason : r.reasons) fmt::print("       {}\n", reason);
+}
+
+void write_report(const std::string& path, const std::vector<gates::GateResult>& results,
+                  const std::string& command) {
+  if (path.empty()) return;
+  write_text_atomically(path, gates::make_report(results, command).dump(2) + "\n");
+  fmt::print("report: {}\n", path);
+}
+
+}  // namespace
+
+int run_gate_command(const GateArguments& a, const std::string& command_line,
+                     const std::string& self_exe) {
+  if (a.list->parsed()) {
+    const auto all = gates::all_gates(fixtures_folder(a));
+    const auto chosen = a.patterns.empty() ? all : gates::select_gates(all, a.patterns);
+    for (const auto& g : chosen)
+      fmt::print("{:<48} {:<10} {}\n", g.name, gates::kind_name(g.kind), g.fixture);
+    fmt::print("{} gates\n", chosen.size());
+    return 0;
+  }
+  if (a.run->parsed()) {
+    const auto chosen = gates::select_gates(gates::all_gates(fixtures_folder(a)), a.patterns);
+    if (!a.report.empty() && fs::path(a.report).has_parent_path() &&
+        !fs::is_directory(fs::path(a.report).parent_path()))
+      throw InputError(
+          fmt::format("--report {}: the folder does not exist; create it or choose "
+                      "another path.",
+                      a.report));
+    gates::RunOptions options;
+    options.fixtures_dir = fixtures_folder(a);
+    options.repeat = a.repeat;
+    options.replay = a.replay;
+    options.self_exe = self_exe;
+    std::vector<gates::GateResult> results;
+    int failed = 0, skipped = 0;
+    for (const auto& gate : chosen) {
+      results.push_back(gates::run_gate(gate, options));
+      print_result(results.back());
+      failed += results.back().verdict == "fail";
+      skipped += results.back().verdict == "skipped";
+    }
+    fmt::print("{} gates: {} passed, {} failed, {} skipped\n", results.size(),
+               results.size() - failed - skipped, failed, skipped);
+    write_report(a.report, results, command_line);
+    return failed > 0 ? 1 : 0;
+  }
+  // check
+  const auto precision = gates::parse_precision(a.precision);
+  if (!precision)
+    throw InputError(fmt::format(
+        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, *precision);
+  for (const auto& t : r.terms)
+    fmt::print("  {:<6} {:<13} rel {:>9}  bar {:.1e}  margin {:>9}  worst ({}) = ({})  chunks {}\n",
+               t.term, gates::status_name(t.status), figure(t.rel), t.bar, figure(t.margin),
+               t.index_names, fmt::join(t.worst_index, ","), t.chunk_rel.size());
+  print_result(r);
+  write_report(a.report, {r}, command_line);
+  return r.passed() ? 0 : 1;
+}
+
+}  // namespace deltaproof::cli

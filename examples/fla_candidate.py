@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Run flash-linear-attention's (FLA) chunked kernel on a deltaproof fixture
+and write a candidate file for `deltaproof gate check`.
+
+Needs a CUDA GPU, PyTorch, safetensors and FLA (`pip install fla-core`; the
+signatures below were read from fla-core 0.6.0). CI does not run this example.
+
+    python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
+        --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32]
+
+The fixture's inputs (F64, FLA layout) are cast to --dtype (default: the
+fixture's own `dtype`, in which every input is exactly representable), run
+through FLA's Triton kernel forward and backward with the fixture's cotangents
+do and dht, and o, ht and the gradients "d" + input name are written as float32.
+"""
+import argparse
+import importlib
+import inspect
+import logging
+import os
+import sys
+
+# op -> (FLA module, function, inputs in FLA's positional order). Signatures:
+#   fla/ops/gdn2/chunk.py            chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None,
+#       output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+#       cu_seqlens=None, ..., safe_gate=False, ..., **kwargs) -> (o, final_state)
+#   fla/ops/kda/chunk.py             chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
+#       output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+#       use_beta_sigmoid_in_kernel=False, ..., safe_gate=False, ..., cu_seqlens=None, ...) -> (o, final_state)
+#   fla/ops/gated_delta_rule/chunk.py  chunk_gated_delta_rule(q, k, v, g, beta, scale=None,
+#       initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False,
+#       use_beta_sigmoid_in_kernel=False, ..., cu_seqlens=None, ..., **kwargs) -> (o, final_state)
+# All three take g as the per-token log-decay (natural log, NOT cumulative: FLA does the
+# chunk-local cumsum itself), beta as [B,T,H], tokens-first layout (head_first is gone), and
+# backpropagate into initial_state (dh0). kda and gdn2 assert that initial_state is float32.
+OPS = {
+    "gdn2": ("fla.ops.gdn2", "chunk_gdn2", ("q", "k", "v", "g", "b", "w")),
+    "kda": ("fla.ops.kda", "chunk_kda", ("q", "k", "v", "g", "beta")),
+    "gdn": ("fla.ops.gated_delta_rule", "chunk_gated_delta_rule", ("q", "k", "v", "g", "beta")),
+}
+# Switch off every transformation the fixture's function does not have: q and k are already
+# l2-normalised, g is already the log-decay, beta/b/w are already gates. Options that a given FLA
+# version lacks are dropped below (the transformation they switch off does not exist there).
+IDENTITY_OPTIONS = dict(use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                        use_beta_sigmoid_in_kernel=False, safe_gate=False, cu_seqlens=None)
+
+
+def fail(message):
+    sys.exit(f"fla_candidate: {message}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("fixture", help="deltaproof fixture (.safetensors)")
+    parser.add_argument("--out", required=True, help="candidate file to write")
+    parser.add_argument("--dtype", choices=["bf16", "f32"], help="input dtype (default: the fixture's)")
+    parser.add_argument("--allow-tf32", action="store_true", help="let f32 matmuls use TF32 (class tf32)")
+    args = parser.parse_args()
+    if os.path.exists(args.out) and os.path.samefile(args.out, args.fixture):
+        fail("--out is the fixture itself; choose another path")
+
+    try:  # imported here so that --help works without them
+        import torch
+        from safetensors import safe_open
+        from safetensors.torch import load_file, save_file
+    except ImportError as e:
+        fail(f"{e.name} is not installed (pip install torch safetensors)")
+    with safe_open(args.fixture, framework="pt") as f:
+        meta = f.metadata() or {}
+    op = meta.get("op")
+    if op not in OPS:
+        fail(f"{args.fixture}: unknown op {op!r} in its metadata (expected one of {', '.join(OPS)})")
+    dtype = args.dtype or meta.get("dtype", "f32")
+    if dtype == "bf16" and meta.get("dtype") != "bf16":
+        print("warning: the fixture's inputs are f32; casting them to bf16 rounds them, so the gate "
+              "measures input rounding too (make a bf16 fixture: deltaproof gen --dtype bf16)")
+    precision = "bf16" if dtype == "bf16" else "tf32" if args.allow_tf32 else "f32"
+    if not torch.cuda.is_available():
+        fail("no CUDA device: FLA's Triton kernels need a GPU")
+
+    # Precision. Triton's fp32 tl.dot is TF32 unless TRITON_F32_DEFAULT=ieee; set it, and
+    # PyTorch's matmul flag, before FLA compiles anything. Pin FLA's own Triton path: without
+    # FLA_DISABLE_BACKEND_DISPATCH=1 (fla/backends.py) a call may be routed to another installed
+    # backend (FlashKDA, FlashQLA, ...). Set it to 0 yourself to test those instead.
+    torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+    if not args.allow_tf32:
+        os.environ["TRITON_F32_DEFAULT"] = "ieee"
+        os.environ["FLA_TRIL_PRECISION"] = "ieee"
+    os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
+    logging.basicConfig(format="%(name)s: %(message)s")
+    logging.getLogger("fla").setLevel(logging.INFO)  # FLA logs which backend each call took
+    module_name, function_name, input_names = OPS[op]
+    try:
+        fla = importlib.import_module("fla")
+        fn = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as e:
+        fail(f"cannot load {module_name}.{function_name} ({e}); pip install fla-core")
+    params = inspect.signature(fn).parameters
+    if op == "gdn2" and "w" not in params:
+        fail("this FLA's chunk_gdn2 is the older scalar-beta form; a version whose chunk_gdn2 "
+             "takes (q, k, v, g, b, w) is needed, e.g. fla-core 0.6.0")
+    if precision == "f32" and torch.cuda.get_device_capability()[0] >= 8:
+        print("note: on Ampere and newer FLA fixes TF32 for the intra-chunk triangular solve "
+              "(SOLVE_TRIL_DOT_PRECISION in fla/ops/*/chunk_intra.py, gated_delta_rule/chunk_fwd.py); "
+              "if the f32 bars fail, compare with --allow-tf32")
+
+    # Inputs on the GPU, as leaves that require grad. q k v b w beta in the compute dtype; g and
+    # h0 in float32 as FLA's own tests pass them (exact: the values are representable in dtype).
+    cpu = load_file(args.fixture)
+    dt = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    x = {}
+    for name in input_names + ("h0",):
+        want = torch.float32 if name in ("g", "h0") else dt
+        x[name] = cpu[name].to(device="cuda", dtype=want).contiguous().requires_grad_()
+
+    # The kernel, with scale from the metadata (decimal string, K^-1/2) and the final state.
+    # FLA uses its own chunk size (64; gdn2 accepts only 64): the function does not depend on it.
+    options = dict(IDENTITY_OPTIONS, scale=float(meta["scale"]), initial_state=x["h0"],
+                   output_final_state=True)
+    for name in list(options):
+        if name not in params and name not in ("scale", "initial_state", "output_final_state"):
+            del options[name]
+    o, ht = fn(*(x[n] for n in input_names), **options)[:2]
+
+    # Backward of L = <o, do> + <ht, dht>: each cotangent in its output's dtype.
+    do = cpu["do"].to(device="cuda", dtype=o.dtype)
+    dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
+    torch.autograd.backward([o, ht], [do, dht])
+
+    out = {"o": o, "ht": ht}
+    for name in input_names + ("h0",):
+        if x[name].grad is None:
+            print(f"warning: FLA produced no gradient for {name}; d{name} is left out of the candidate")
+        else:
+            out["d" + name] = x[name].grad
+    out = {k: v.detach().float().contiguous().cpu() for k, v in out.items()}
+    save_file(out, args.out, metadata={
+        "format": "deltaproof-candidate/1", "backend": f"fla-{function_name}", "op": op,
+        "phase": "bwd", "precision": precision, "dtype": dtype, "fixture": args.fixture,
+        "fla_version": str(getattr(fla, "__version__", "unknown")), "torch_version": torch.__version__,
+        "device": torch.cuda.get_device_name()})
+    print(f"wrote {args.out}: {', '.join(sorted(out))} ({op}, {dtype} inputs, class {precision})")
+    print("gate it with:\n  build/bin/deltaproof gate check --fixture "
+          f"{args.fixture} --candidate {args.out} --precision {precision}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+// gates/compare.cpp — see compare.hpp.
+#include "gates/compare.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace deltaproof::gates {
+
+std::string_view status_name(TermStatus status) {
+  switch (status) {
+    case TermStatus::pass:
+      return "pass";
+    case TermStatus::fail:
+      return "fail";
+    case TermStatus::unresolvable:
+      return "unresolvable";
+    case TermStatus::not_compared:
+      return "not-compared";
+    case TermStatus::missing:
+      return "missing";
+  }
+  return "?";
+}
+
+namespace {
+nlohmann::json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
+}  // namespace
+
+nlohmann::json TermComparison::to_json() const {
+  nlohmann::json chunks = nlohmann::json::array();
+  for (double c : chunk_rel) chunks.push_back(finite_or_null(c));
+  return {{"term", term},
+          {"status", status_name(status)},
+          {"rel", finite_or_null(rel)},
+          {"rms_rel", finite_or_null(rms_rel)},
+          {"abs_max", finite_or_null(abs_max)},
+          {"ref_amax", ref_amax},
+          {"worst_index", worst_index},
+          {"index_names", index_names},
+          {"per_chunk_rel", chunks},
+          {"non_finite", non_finite},
+          {"bar", bar},
+          {"margin", finite_or_null(margin)},
+          {"message", message}};
+}
+
+std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::string& term,
+                                  std::size_t flat) {
+  const int width = kernels::tensor_width(s, term);
+  if (width < 0) {
+    const auto j = static_cast<std::int64_t>(flat % s.V);
+    flat /= s.V;
+    const auto i = static_cast<std::int64_t>(flat % s.K);
+    flat /= s.K;
+    return {static_cast<std::int64_t>(flat / s.H), static_cast<std::int64_t>(flat % s.H), i, j};
+  }
+  const std::size_t w = width == 0 ? 1 : width;
+  const auto i = static_cast<std::int64_t>(flat % w);
+  flat /= w;
+  const auto h = static_cast<std::int64_t>(flat % s.H);
+  flat /= s.H;
+  return {static_cast<std::int64_t>(flat / s.T), static_cast<std::int64_t>(flat % s.T), h, i};
+}
+
+namespace {
+
+TermComparison compare_one(const kernels::KernelShape& s, const std::string& term,
+                           const std::vector<double>& a, const std::vector<double>& b, double bar,
+                           double floor) {
+  TermComparison c;
+  c.term = term;
+  c.bar = bar;
+  const bool state = kernels::tensor_width(s, term) < 0;
+  c.index_names = state ? "b,h,i,j" : "b,t,h,i";
+  const int chunks = state ? 0 : (s.T + s.chunk - 1) / s.chunk;
+  std::vector<double> chunk_abs(chunks, 0.0);
+  double sum_diff2 = 0.0, sum_ref2 = 0.0;
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    c.ref_amax = std::max(c.ref_amax, std::abs(b[i]));
+    sum_ref2 += b[i] * b[i];
+    if (!std::isfinite(a[i])) {
+      ++c.non_finite;
+      continue;
+    }
+    const double diff = std::abs(a[i] - b[i]);
+    sum_diff2 += diff * diff;
+    if (diff > c.abs_max) {
+      c.abs_max = diff;
+      worst = i;
+    }
+    if (chunks > 0) {
+      const auto t = unravel(s, term, i)[1];
+      auto& slot = chunk_abs[static_cast<std::size_t>(t / s.chunk)];
+      slot = std::max(slot, diff);
+    }
+  }
+  c.worst_index = unravel(s, term, worst);
+  if (c.non_finite > 0) {
+    c.status = TermStatus::fail;
+    c.rel = c.rms_rel = c.margin = std::numeric_limits<double>::infinity();
+    c.message = fmt::format("{}: {} of {} elements are NaN or inf (unwritten outputs stay NaN)",
+                            term, c.non_finite, a.size());
+    for (std::size_t ch = 0; ch < chunk_abs.size(); ++ch) c.chunk_rel.push_back(NAN);
+    return c;
+  }
+  if (c.ref_amax <= floor) {
+    c.status = TermStatus::unresolvable;
+    c.rel = c.rms_rel = c.margin = NAN;
+    c.message = fmt::format(
+        "{}: the reference's amax is {:.3g}, at or below the resolution floor "
+        "{:.3g}: nothing to measure a relative error against",
+        term, c.ref_amax, floor);
+    for (std::size_t ch = 0; ch < chunk_abs.size(); ++ch) c.chunk_rel.push_back(NAN);
+    return c;
+  }
+  c.rel = c.abs_max / c.ref_amax;
+  c.rms_rel = sum_ref2 > 0 ? std::sqrt(sum_diff2 / sum_ref2) : NAN;
+  for (double x : chunk_abs) c.chunk_rel.push_back(x / c.ref_amax);
+  c.margin = c.rel == 0.0 ? std::numeric_limits<double>::infinity() : bar / c.rel;
+  c.status = c.rel <= bar ? TermStatus::pass : TermStatus::fail;
+  if (c.status == TermStatus::fail) {
+    std::string where;
+    if (chunks > 0) {
+      // name the chunks above the bar: one chunk points at BK1, growth across chunks at BK2
+      std::string red;
+      for (std::size_t ch = 0; ch < c.chunk_rel.size(); ++ch)
+        if (c.chunk_rel[ch] > bar) red += (red.empty() ? "" : ",") + std::to_string(ch);
+      where = fmt::format("; chunks above the bar: {} of {}", red, chunks);
+    }
+    c.message = fmt::format(
+        "{}: rel {:.3e} above bar {:.3e} (abs {:.3e}, ref amax {:.3e}) worst at "
+        "({}) = ({}){}",
+        term, c.rel, bar, c.abs_max, c.ref_amax, c.index_names, fmt::join(c.worst_index, ","),
+        where);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<TermComparison> compare_terms(
+    const kernels::KernelShape& shape, kernels::Phase phase,
+    const std::map<std::string, std::vector<double>>& candidate,
+    const std::map<std::string, std::vector<double>>& reference, const CompareOptions& options) {
+  std::vector<TermComparison> out;
+  bool forward_passed = true;
+  for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
+    const bool forward = term == "o" || term == "ht";
+    const double bar = forward ? options.fwd_bar : options.bwd_bar;
+    auto found = candidate.find(term);
+    if (found == candidate.end() || found->second.size() != reference.at(term).size()) {
+      TermComparison c;
+      c.term = term;
+      c.bar = bar;
+      c.status = TermStatus::missing;
+      c.rel = c.margin = NAN;
+      c.message = found == candidate.end()
+                      ? fmt::format("{}: the candidate has no such tensor", term)
+                      : fmt::format("{}: the candidate has {} elements, the reference {}", term,
+                                    found->second.size(), reference.at(term).size());
+      out.push_back(c);
+      if (forward) forward_passed = false;
+      continue;
+    }
+    if (!forward && !forward_passed) {
+      TermComparison c;
+      c.term = term;
+      c.bar = bar;
+      c.status = TermStatus::not_compared;
+      c.rel = c.margin = NAN;
+      c.message = fmt::format("{}: not compared, the forward (o, ht) did not pass", term);
+      out.push_back(c);
+      continue;
+    }
+    out.push_back(
+        compare_one(shape, term, found->second, reference.at(term), bar, options.resolution_floor));
+    if (forward && out.back().status != TermStatus::pass) forward_passed = false;
+  }
+  return out;
+}
+
+}  // namespace deltaproof::gates

@@ -1,0 +1,61 @@
+// gates/compare.hpp — the comparison every gate shares (DESIGN.md section 5):
+// forward first; per term rel = max|a-b|/max|b|, RMS-relative error, abs max
+// diff, the reference's amax, the worst index, the error in each chunk; a zero
+// or unresolvable reference is reported as such, never as agreement; NaN/inf
+// in the candidate (poison left unwritten) fails with a count.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/backend.hpp"
+
+namespace deltaproof::gates {
+
+// A term's verdict. not_compared: a gradient whose forward did not pass.
+enum class TermStatus { pass, fail, unresolvable, not_compared, missing };
+std::string_view status_name(TermStatus status);
+
+struct TermComparison {
+  std::string term;
+  TermStatus status = TermStatus::missing;
+  double rel = 0.0;                       // max|a-b| / max|b|
+  double rms_rel = 0.0;                   // sqrt(mean (a-b)^2) / sqrt(mean b^2)
+  double abs_max = 0.0;                   // max|a-b|
+  double ref_amax = 0.0;                  // max|b|
+  std::vector<std::int64_t> worst_index;  // (b, t, h, i), or (b, h, i, j) for states
+  std::string index_names;                // "b,t,h,i" or "b,h,i,j"
+  std::vector<double> chunk_rel;          // per chunk: max|a-b| in the chunk / max|b| of the term
+  long non_finite = 0;                    // NaN or inf elements in the candidate
+  double bar = 0.0;
+  double margin = 0.0;  // bar / rel (inf when rel is 0)
+  std::string message;  // one sentence for a red or unresolvable term
+  bool is_forward() const { return term == "o" || term == "ht"; }
+  nlohmann::json to_json() const;
+};
+
+struct CompareOptions {
+  double fwd_bar = 0.0;
+  double bwd_bar = 0.0;
+  // A reference whose amax is at or below this is unresolvable: there is
+  // nothing to measure a relative error against.
+  double resolution_floor = 1e-30;
+};
+
+// Compares every term of kernel_output_names(op, phase), forward first.
+// `candidate` and `reference` hold doubles in FLA layout; a term absent from
+// the candidate is `missing` (red).
+std::vector<TermComparison> compare_terms(
+    const kernels::KernelShape& shape, kernels::Phase phase,
+    const std::map<std::string, std::vector<double>>& candidate,
+    const std::map<std::string, std::vector<double>>& reference, const CompareOptions& options);
+
+// The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
+std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,
+                                  std::size_t flat);
+
+}  // namespace deltaproof::gates

@@ -1,0 +1,25 @@
+// gates/report.hpp — the JSON report of a gate run (DESIGN.md section 7),
+// versioned by reports/schema/report-v1.schema.json: tool version, git commit,
+// host and device, the command, and per gate the fixture (path, sha256, spec),
+// backend and execution record, per-term rows, bars with evidence, verdict,
+// determinism and timings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gates/runner.hpp"
+
+namespace deltaproof::gates {
+
+inline constexpr const char* kReportSchema = "deltaproof-report/1";
+inline constexpr const char* kToolVersion = "deltaproof 0.1.0";
+
+nlohmann::json make_report(const std::vector<GateResult>& results, const std::string& command);
+
+// "abc123..." or "abc123...+dirty", or "unknown" outside a git checkout.
+std::string git_commit();
+
+}  // namespace deltaproof::gates

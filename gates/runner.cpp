@@ -1,0 +1,485 @@
+// gates/runner.cpp — see runner.hpp.
+#include "gates/runner.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/safetensors.hpp"
+#include "core/sha256.hpp"
+#include "gates/fixture_io.hpp"
+
+extern char** environ;
+
+namespace deltaproof::gates {
+namespace fs = std::filesystem;
+using kernels::Buffers;
+using kernels::KernelShape;
+using kernels::Phase;
+
+nlohmann::json bars_json(const PhaseBars& bars, Precision precision) {
+  auto one = [](const Bar& b) {
+    nlohmann::json j = {{"bar", b.value},
+                        {"clean_worst", nullptr},
+                        {"clean_where", b.clean_where},
+                        {"smallest_fault", nullptr},
+                        {"fault_where", b.fault_where}};
+    if (b.clean_worst >= 0) j["clean_worst"] = b.clean_worst;
+    if (b.smallest_fault >= 0) j["smallest_fault"] = b.smallest_fault;
+    j["provisional"] = b.clean_worst < 0;
+    return j;
+  };
+  return {{"precision", precision_name(precision)}, {"fwd", one(bars.fwd)}, {"bwd", one(bars.bwd)}};
+}
+
+nlohmann::json GateResult::to_json() const {
+  nlohmann::json term_rows = nlohmann::json::array();
+  for (const auto& t : terms) term_rows.push_back(t.to_json());
+  return {{"name", name},
+          {"kind", kind},
+          {"op", op},
+          {"backend", backend},
+          {"phase", phase},
+          {"precision", precision},
+          {"verdict", verdict},
+          {"reasons", reasons},
+          {"fixture", fixture},
+          {"bars", bars},
+          {"execution_record", record.stages},
+          {"required_stages", required_stages},
+          {"determinism",
+           {{"repeats", determinism.repeats},
+            {"replays", determinism.replays},
+            {"identical", determinism.identical},
+            {"first_difference", determinism.first_difference}}},
+          {"terms", term_rows},
+          {"seconds", seconds}};
+}
+
+namespace {
+
+struct LoadedFixture {
+  SafetensorsFile file;
+  KernelJob job;
+  std::map<std::string, std::vector<double>> reference;
+  nlohmann::json info;
+};
+
+LoadedFixture load_fixture(const fs::path& path, Phase phase) {
+  LoadedFixture f;
+  const auto bytes = read_file_bytes(path);
+  f.file = parse_safetensors(bytes, path.string());
+  f.job = job_from_file(f.file, path.string(), phase, 0);
+  for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
+    if (!f.file.has(name))
+      throw InputError(
+          fmt::format("{}: the reference has no tensor '{}'; is this a fixture written "
+                      "by deltaproof gen?",
+                      path.string(), name));
+    f.reference[name] = f.file.tensors.at(name).to_f64();
+  }
+  nlohmann::json spec = nlohmann::json::object();
+  for (const char* key :
+       {"op", "B", "T", "H", "K", "V", "chunk", "regime", "dtype", "seed", "status"})
+    if (auto it = f.file.metadata.find(key); it != f.file.metadata.end()) spec[key] = it->second;
+  f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
+  return f;
+}
+
+std::map<std::string, std::vector<double>> as_doubles(const Buffers& buffers) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, values] : buffers)
+    out[name] = std::vector<double>(values.begin(), values.end());
+  return out;
+}
+
+// Runs a backend with every output poisoned with NaN first.
+Buffers run_poisoned(const kernels::Backend& backend, const KernelShape& shape,
+                     const Buffers& inputs, Phase phase, kernels::ExecutionRecord& record) {
+  Buffers out = kernels::allocate_outputs(shape, phase, std::nanf(""));
+  backend.run(shape, inputs, phase, out, record);
+  return out;
+}
+
+std::string index_text(const KernelShape& shape, const std::string& term, std::size_t flat) {
+  return fmt::format("({})", fmt::join(unravel(shape, term, flat), ","));
+}
+
+// The first bitwise difference between two runs' outputs, or "".
+std::string bitwise_difference(const KernelShape& shape, const Buffers& a, const Buffers& b) {
+  for (const auto& [name, values] : a) {
+    const auto& other = b.at(name);
+    if (other.size() != values.size())
+      return fmt::format("{} has {} elements vs {}", name, other.size(), values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (std::memcmp(&values[i], &other[i], sizeof(float)) != 0)
+        return fmt::format(
+            "{} differs at ({}) = {}: {:.9g} vs {:.9g}", name,
+            shape.T > 0 && kernels::tensor_width(shape, name) < 0 ? "b,h,i,j" : "b,t,h,i",
+            index_text(shape, name, i), values[i], other[i]);
+  }
+  return "";
+}
+
+// Runs `deltaproof run` in a fresh process and reads its candidate back.
+Buffers replay_once(const RunOptions& options, const Gate& gate, const fs::path& fixture,
+                    const KernelShape& shape, int index) {
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("deltaproof-replay-{}-{}-{}.safetensors", ::getpid(),
+                                              index, std::random_device{}());
+  std::vector<std::string> args = {options.self_exe, "run",
+                                   "--backend",      gate.family->backend,
+                                   "--fixture",      fixture.string(),
+                                   "--out",          out.string(),
+                                   "--phase",        gate.phase == Phase::fwd ? "fwd" : "bwd",
+                                   "--chunk",        std::to_string(shape.chunk)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned =
+      posix_spawn(&pid, options.self_exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
+    throw InputError(
+        fmt::format("--replay: cannot start {}: {}", options.self_exe, std::strerror(spawned)));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InputError(fmt::format("--replay: '{}' exited with status {}", fmt::join(args, " "),
+                                 WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  const SafetensorsFile candidate = read_safetensors(out);
+  fs::remove(out);
+  Buffers buffers;
+  for (const auto& [name, tensor] : candidate.tensors) {
+    const auto values = tensor.to_f64();
+    buffers[name] = std::vector<float>(values.begin(), values.end());
+  }
+  return buffers;
+}
+
+void finish(GateResult& r) {
+  bool red = false;
+  for (const auto& t : r.terms) {
+    if (t.status == TermStatus::fail || t.status == TermStatus::missing ||
+        t.status == TermStatus::not_compared || t.status == TermStatus::unresolvable) {
+      red = true;
+      r.reasons.push_back(t.message);
+    }
+  }
+  for (const auto& stage : r.required_stages)
+    if (!r.record.ran(stage)) {
+      red = true;
+      r.reasons.push_back(fmt::format("path evidence: stage '{}' never ran (the record holds {})",
+                                      stage, nlohmann::json(r.record.stages).dump()));
+    }
+  if (!r.determinism.identical) {
+    red = true;
+    r.reasons.push_back("determinism: " + r.determinism.first_difference);
+  }
+  r.verdict = red ? "fail" : "pass";
+}
+
+GateResult start_result(const Gate& gate) {
+  GateResult r;
+  r.name = gate.name;
+  r.kind = kind_name(gate.kind);
+  r.op = op_name(gate.op);
+  r.backend = gate.family->backend;
+  r.phase = gate.phase == Phase::fwd ? "fwd" : "bwd";
+  r.precision = precision_name(gate.family->precision);
+  r.bars = bars_json(gate.family->bars, gate.family->precision);
+  r.required_stages = gate.required_stages();
+  return r;
+}
+
+// ---- metamorphic relations ---------------------------------------------
+
+using Predicate = std::function<bool(const std::vector<std::int64_t>& index)>;
+
+// A bitwise relation on one tensor, restricted to the elements `selected`
+// picks: status pass iff every selected element has the same bits.
+TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
+                            const std::string& name, const std::vector<float>& got,
+                            const std::vector<float>& want, const Predicate& selected) {
+  TermComparison c;
+  c.term = label;
+  c.bar = 0.0;
+  c.index_names = kernels::tensor_width(shape, name) < 0 ? "b,h,i,j" : "b,t,h,i";
+  long differing = 0, compared = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto index = unravel(shape, name, i);
+    if (!selected(index)) continue;
+    ++compared;
+    c.ref_amax = std::max(c.ref_amax, static_cast<double>(std::abs(want[i])));
+    if (!std::isfinite(got[i])) ++c.non_finite;
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+    const double diff = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (differing == 0 || diff > c.abs_max) {
+      c.worst_index = index;
+      c.abs_max = std::isfinite(diff) ? diff : INFINITY;
+    }
+    ++differing;
+  }
+  c.rel = c.ref_amax > 0 ? c.abs_max / c.ref_amax : (differing ? INFINITY : 0.0);
+  c.margin = differing ? 0.0 : INFINITY;
+  c.status = differing == 0 && compared > 0 ? TermStatus::pass : TermStatus::fail;
+  if (compared == 0)
+    c.message = fmt::format("{}: no element selected: the relation compared nothing", label);
+  if (differing)
+    c.message = fmt::format(
+        "{}: {} of {} elements differ bitwise (max |diff| {:.3e}, first worst at ({}) = ({}))",
+        label, differing, compared, c.abs_max, c.index_names, fmt::join(c.worst_index, ","));
+  return c;
+}
+
+// The relation must be able to fail: the perturbed part must move.
+TermComparison moved_term(const std::string& label, const KernelShape& shape,
+                          const std::string& name, const std::vector<float>& got,
+                          const std::vector<float>& base, const Predicate& selected) {
+  TermComparison c = bitwise_term(label, shape, name, got, base, selected);
+  const bool moved = c.status == TermStatus::fail && c.non_finite == 0;
+  c.status = moved ? TermStatus::pass : TermStatus::fail;
+  c.message = moved ? ""
+                    : fmt::format(
+                          "{}: the perturbation did not move these outputs, so the relation "
+                          "could not have failed (instrument fault)",
+                          label);
+  return c;
+}
+
+Buffers perturb_tokens(const KernelShape& s, Buffers inputs, const Predicate& where) {
+  for (auto& [name, values] : inputs) {
+    const int width = kernels::tensor_width(s, name);
+    if (width < 0 && name != "h0" && name != "dht") continue;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      auto index = unravel(s, name, i);
+      // A state has no token: h0 sits before the first token (t = -1), dht after the last
+      // (t = T), so causality never moves h0 and batch/head independence moves it per (b, h).
+      if (width < 0) index = {index[0], name == "h0" ? -1 : s.T, index[1], index[2]};
+      if (!where(index)) continue;
+      // stays in range for every input: g <= 0, b/w/beta >= 0
+      values[i] = name == "g" ? values[i] * 0.5f - 0.25f : values[i] * 0.75f + 0.125f;
+    }
+  }
+  return inputs;
+}
+
+// Tokens [t0, t1) of every token tensor; states copied.
+Buffers slice_time(const KernelShape& s, const Buffers& inputs, int t0, int t1,
+                   KernelShape& sliced) {
+  sliced = s;
+  sliced.T = t1 - t0;
+  Buffers out;
+  for (const auto& [name, values] : inputs) {
+    const int width = kernels::tensor_width(s, name);
+    if (width < 0) {
+      out[name] = values;
+      continue;
+    }
+    const int w = width == 0 ? 1 : width;
+    auto& cut = out[name];
+    for (int b = 0; b < s.B; ++b)
+      for (int t = t0; t < t1; ++t)
+        for (int h = 0; h < s.H; ++h)
+          for (int i = 0; i < w; ++i)
+            cut.push_back(values[token_offset(s.T, s.H, width, b, t, h, i)]);
+  }
+  return out;
+}
+
+void run_causality(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+  const KernelShape& s = f.job.shape;
+  const int P = s.chunk + 1;  // inside the second chunk
+  const auto& backend = kernels::find_backend(gate.family->backend);
+  const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::fwd, r.record);
+  const Buffers nudged_inputs =
+      perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[1] >= P; });
+  const Buffers nudged = run_poisoned(backend, s, nudged_inputs, Phase::fwd, r.record);
+  auto before = [&](const auto& idx) { return idx[1] < P; };
+  auto after = [&](const auto& idx) { return idx[1] >= P; };
+  r.terms.push_back(bitwise_term(fmt::format("o[t<{}] unchanged", P), s, "o", nudged.at("o"),
+                                 clean.at("o"), before));
+  r.terms.push_back(
+      moved_term(fmt::format("o[t>={}] moved", P), s, "o", nudged.at("o"), clean.at("o"), after));
+}
+
+void run_split_call(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+  const KernelShape& s = f.job.shape;
+  const int P = s.chunk;  // a chunk boundary: the second call's chunks are the first call's
+  const auto& backend = kernels::find_backend(gate.family->backend);
+  const Buffers whole = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
+  KernelShape head_shape, tail_shape;
+  Buffers head = slice_time(s, f.job.inputs, 0, P, head_shape);
+  Buffers tail = slice_time(s, f.job.inputs, P, s.T, tail_shape);
+  // forward of the first call hands its final state to the second
+  const Buffers first_fwd = run_poisoned(backend, head_shape, head, Phase::fwd, r.record);
+  tail["h0"] = first_fwd.at("ht");
+  const Buffers second = run_poisoned(backend, tail_shape, tail, Phase::bwd, r.record);
+  // the second call's dh0 is the first call's dht
+  head["dht"] = second.at("dh0");
+  const Buffers first = run_poisoned(backend, head_shape, head, Phase::bwd, r.record);
+  auto all = [](const auto&) { return true; };
+  for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd)) {
+    std::vector<float> joined;
+    if (name == "ht") {
+      joined = second.at("ht");
+    } else if (name == "dh0") {
+      joined = first.at("dh0");
+    } else {
+      // re-assemble [B,T,H,w] from the two calls' token ranges
+      const int width = kernels::tensor_width(s, name);
+      const int w = width == 0 ? 1 : width;
+      joined.resize(whole.at(name).size());
+      for (int b = 0; b < s.B; ++b)
+        for (int t = 0; t < s.T; ++t)
+          for (int h = 0; h < s.H; ++h)
+            for (int i = 0; i < w; ++i)
+              joined[token_offset(s.T, s.H, width, b, t, h, i)] =
+                  t < P ? first.at(name)[token_offset(P, s.H, width, b, t, h, i)]
+                        : second.at(name)[token_offset(s.T - P, s.H, width, b, t - P, h, i)];
+    }
+    r.terms.push_back(bitwise_term(fmt::format("{} split at t={}", name, P), s, name, joined,
+                                   whole.at(name), all));
+  }
+}
+
+void run_batch_head(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+  const KernelShape& s = f.job.shape;
+  const auto& backend = kernels::find_backend(gate.family->backend);
+  const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
+  // heads: perturb every head but 0; head 0's results keep their bits
+  const Buffers other_heads =
+      perturb_tokens(s, f.job.inputs, [](const auto& idx) { return idx[2] != 0; });
+  const Buffers heads = run_poisoned(backend, s, other_heads, Phase::bwd, r.record);
+  // batch: append a perturbed copy as batch 1; batch 0 keeps its bits
+  KernelShape doubled = s;
+  doubled.B = 2 * s.B;
+  Buffers stacked = f.job.inputs;
+  const Buffers copy = perturb_tokens(s, f.job.inputs, [](const auto&) { return true; });
+  for (auto& [name, values] : stacked)
+    values.insert(values.end(), copy.at(name).begin(), copy.at(name).end());
+  const Buffers batched = run_poisoned(backend, doubled, stacked, Phase::bwd, r.record);
+  for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd)) {
+    const bool state = kernels::tensor_width(s, name) < 0;
+    auto head0_of = [&](const auto& idx) { return (state ? idx[1] : idx[2]) == 0; };
+    auto others_of = [&](const auto& idx) { return (state ? idx[1] : idx[2]) != 0; };
+    r.terms.push_back(bitwise_term(name + " head 0 unchanged", s, name, heads.at(name),
+                                   clean.at(name), head0_of));
+    if (s.H > 1 && name == "o")
+      r.terms.push_back(
+          moved_term("o other heads moved", s, name, heads.at(name), clean.at(name), others_of));
+    std::vector<float> batch0(batched.at(name).begin(),
+                              batched.at(name).begin() + clean.at(name).size());
+    r.terms.push_back(bitwise_term(name + " batch 0 unchanged", s, name, batch0, clean.at(name),
+                                   [](const auto&) { return true; }));
+  }
+}
+
+}  // namespace
+
+GateResult run_gate(const Gate& gate, const RunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  GateResult r = start_result(gate);
+  if (gate.family->needs_gpu) {
+    r.verdict = "skipped";
+    r.reasons.push_back("needs a GPU and this machine has none: skipped, not passed");
+    return r;
+  }
+  const fs::path fixture = options.fixtures_dir / gate.fixture;
+  const LoadedFixture f = load_fixture(fixture, gate.phase);
+  r.fixture = f.info;
+  const kernels::Backend& backend = kernels::find_backend(gate.family->backend);
+  if (gate.kind == GateKind::oracle) {
+    const Buffers out = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, r.record);
+    const PhaseBars& bars = gate.family->bars;
+    r.terms = compare_terms(f.job.shape, gate.phase, as_doubles(out), f.reference,
+                            {bars.fwd.value, bars.bwd.value});
+    r.determinism.repeats = std::max(1, options.repeat);
+    for (int i = 1; i < options.repeat && r.determinism.identical; ++i) {
+      kernels::ExecutionRecord again;
+      const Buffers other = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, again);
+      const std::string diff = bitwise_difference(f.job.shape, out, other);
+      if (!diff.empty()) {
+        r.determinism.identical = false;
+        r.determinism.first_difference = fmt::format("repeat {} vs run 1: {}", i + 1, diff);
+      }
+    }
+    r.determinism.replays = options.replay;
+    for (int i = 0; i < options.replay && r.determinism.identical; ++i) {
+      if (options.self_exe.empty())
+        throw InputError("--replay needs the path of the deltaproof executable");
+      const Buffers other = replay_once(options, gate, fixture, f.job.shape, i);
+      const std::string diff = bitwise_difference(f.job.shape, out, other);
+      if (!diff.empty()) {
+        r.determinism.identical = false;
+        r.determinism.first_difference = fmt::format("process {} vs this process: {}", i + 1, diff);
+      }
+    }
+  } else {
+    r.required_stages = gate.family->fwd_stages;
+    if (gate.kind == GateKind::causality) run_causality(gate, f, r);
+    if (gate.kind == GateKind::split_call) run_split_call(gate, f, r);
+    if (gate.kind == GateKind::batch_head) run_batch_head(gate, f, r);
+  }
+  finish(r);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_path,
+                           Precision precision) {
+  const auto start = std::chrono::steady_clock::now();
+  const SafetensorsFile candidate = read_safetensors(candidate_path);
+  const bool has_gradients = candidate.has("dq");
+  const Phase phase = has_gradients ? Phase::bwd : Phase::fwd;
+  const LoadedFixture f = load_fixture(fixture, phase);
+  GateResult r;
+  r.name = fmt::format("check.{}.{}", op_name(f.job.shape.op), candidate_path.filename().string());
+  r.kind = "check";
+  r.op = op_name(f.job.shape.op);
+  auto backend = candidate.metadata.find("backend");
+  r.backend = backend == candidate.metadata.end() ? "external" : backend->second;
+  r.phase = has_gradients ? "bwd" : "fwd";
+  r.precision = precision_name(precision);
+  const PhaseBars& bars = class_bars(precision);
+  r.bars = bars_json(bars, precision);
+  r.fixture = f.info;
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
+    if (!candidate.has(name)) continue;  // reported as a missing term
+    const Tensor& tensor = candidate.tensors.at(name);
+    const Shape want = tensor_shape(f.job.shape, name);
+    if (tensor.shape() != want)
+      throw InputError(fmt::format("{}: tensor '{}' has shape {}, but the fixture needs {}.",
+                                   candidate_path.string(), name, shape_string(tensor.shape()),
+                                   shape_string(want)));
+    values[name] = tensor.to_f64();
+  }
+  r.terms =
+      compare_terms(f.job.shape, phase, values, f.reference, {bars.fwd.value, bars.bwd.value});
+  if (bars.fwd.clean_worst < 0)
+    r.reasons.push_back(
+        fmt::format("note: the {} bars are provisional (no measured clean kernel yet)",
+                    precision_name(precision)));
+  finish(r);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace deltaproof::gates

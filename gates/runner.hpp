@@ -1,0 +1,60 @@
+// gates/runner.hpp — running a gate: load the fixture, poison the outputs with
+// NaN, run the backend, check path evidence (the stages the gate claims to
+// test ran), compare term by term (forward first), and check determinism
+// (--repeat N in this process, --replay N in fresh processes, bitwise).
+// Metamorphic gates compare the backend with itself under a relation that
+// needs no oracle: causality, split-call invariance, batch/head independence.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gates/compare.hpp"
+#include "gates/registry.hpp"
+
+namespace deltaproof::gates {
+
+struct RunOptions {
+  std::filesystem::path fixtures_dir = "fixtures";
+  int repeat = 1;        // runs in this process; any bitwise difference fails
+  int replay = 0;        // extra runs in fresh processes (`deltaproof run`)
+  std::string self_exe;  // the deltaproof executable, for --replay
+};
+
+struct DeterminismResult {
+  int repeats = 1;
+  int replays = 0;
+  bool identical = true;
+  std::string first_difference;  // "run 2 vs run 1: dq differs at (b,t,h,i) = (...)"
+};
+
+struct GateResult {
+  std::string name;
+  std::string kind;
+  std::string op, backend, phase, precision;
+  std::string verdict;               // "pass", "fail" or "skipped"
+  std::vector<std::string> reasons;  // each red or skip reason, one sentence
+  std::vector<TermComparison> terms;
+  kernels::ExecutionRecord record;
+  std::vector<std::string> required_stages;
+  DeterminismResult determinism;
+  nlohmann::json fixture;  // path, sha256, spec
+  nlohmann::json bars;     // fwd/bwd bar with evidence
+  double seconds = 0.0;
+  bool passed() const { return verdict == "pass"; }
+  nlohmann::json to_json() const;
+};
+
+GateResult run_gate(const Gate& gate, const RunOptions& options);
+
+// `gate check`: a candidate computed by anything, against a fixture, with the
+// bars of a precision class.
+GateResult check_candidate(const std::filesystem::path& fixture,
+                           const std::filesystem::path& candidate, Precision precision);
+
+nlohmann::json bars_json(const PhaseBars& bars, Precision precision);
+
+}  // namespace deltaproof::gates
