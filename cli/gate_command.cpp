@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -74,7 +75,15 @@ void print_result(const gates::GateResult& r) {
                               : r.verdict == "skipped" ? paint("SKIP", "33")
                                                        : paint("FAIL", "31;1");
   std::string detail;
-  if (worst && r.kind == "oracle")
+  const bool exact =
+      !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
+        return t.status == gates::TermStatus::pass && t.rel == 0.0;
+      });
+  if (exact && r.kind != "oracle" && r.kind != "check")
+    detail = fmt::format("{} relations, bitwise", r.terms.size());
+  else if (exact)
+    detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
+  else if (worst && (r.kind == "oracle" || r.kind == "check"))
     detail =
         fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure(worst->rel), worst->bar);
   else if (worst)

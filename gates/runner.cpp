@@ -303,10 +303,9 @@ Buffers slice_time(const KernelShape& s, const Buffers& inputs, int t0, int t1,
   return out;
 }
 
-void run_causality(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+void run_causality(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
   const KernelShape& s = f.job.shape;
   const int P = s.chunk + 1;  // inside the second chunk
-  const auto& backend = kernels::find_backend(gate.family->backend);
   const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::fwd, r.record);
   const Buffers nudged_inputs =
       perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[1] >= P; });
@@ -319,10 +318,9 @@ void run_causality(const Gate& gate, const LoadedFixture& f, GateResult& r) {
       moved_term(fmt::format("o[t>={}] moved", P), s, "o", nudged.at("o"), clean.at("o"), after));
 }
 
-void run_split_call(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+void run_split_call(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
   const KernelShape& s = f.job.shape;
   const int P = s.chunk;  // a chunk boundary: the second call's chunks are the first call's
-  const auto& backend = kernels::find_backend(gate.family->backend);
   const Buffers whole = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
   KernelShape head_shape, tail_shape;
   Buffers head = slice_time(s, f.job.inputs, 0, P, head_shape);
@@ -359,9 +357,8 @@ void run_split_call(const Gate& gate, const LoadedFixture& f, GateResult& r) {
   }
 }
 
-void run_batch_head(const Gate& gate, const LoadedFixture& f, GateResult& r) {
+void run_batch_head(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
   const KernelShape& s = f.job.shape;
-  const auto& backend = kernels::find_backend(gate.family->backend);
   const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
   // heads: perturb every head but 0; head 0's results keep their bits
   const Buffers other_heads =
@@ -396,15 +393,20 @@ void run_batch_head(const Gate& gate, const LoadedFixture& f, GateResult& r) {
 GateResult run_gate(const Gate& gate, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GateResult r = start_result(gate);
-  if (gate.family->needs_gpu) {
+  if (gate.family->needs_gpu && !kernels::gpu_available()) {
     r.verdict = "skipped";
-    r.reasons.push_back("needs a GPU and this machine has none: skipped, not passed");
+    r.reasons.push_back(
+        fmt::format("backend {} needs a CUDA GPU and this machine has none: "
+                    "skipped, not passed",
+                    gate.family->backend));
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   }
   const fs::path fixture = options.fixtures_dir / gate.fixture;
   const LoadedFixture f = load_fixture(fixture, gate.phase);
   r.fixture = f.info;
-  const kernels::Backend& backend = kernels::find_backend(gate.family->backend);
+  const kernels::Backend& backend =
+      options.backend ? *options.backend : kernels::find_backend(gate.family->backend);
   if (gate.kind == GateKind::oracle) {
     const Buffers out = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, r.record);
     const PhaseBars& bars = gate.family->bars;
@@ -433,9 +435,9 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
     }
   } else {
     r.required_stages = gate.family->fwd_stages;
-    if (gate.kind == GateKind::causality) run_causality(gate, f, r);
-    if (gate.kind == GateKind::split_call) run_split_call(gate, f, r);
-    if (gate.kind == GateKind::batch_head) run_batch_head(gate, f, r);
+    if (gate.kind == GateKind::causality) run_causality(backend, f, r);
+    if (gate.kind == GateKind::split_call) run_split_call(backend, f, r);
+    if (gate.kind == GateKind::batch_head) run_batch_head(backend, f, r);
   }
   finish(r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -69,4 +69,8 @@ const Backend& find_backend(std::string_view name) {
   throw InputError(fmt::format("unknown backend '{}'; the backends are: {}.", name, known));
 }
 
+#ifndef DELTAPROOF_HAVE_CUDA_BACKENDS
+bool gpu_available() { return false; }
+#endif
+
 }  // namespace deltaproof::kernels

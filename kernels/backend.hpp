@@ -60,4 +60,8 @@ Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill);
 const Backend& find_backend(std::string_view name);
 std::vector<std::string> backend_names();
 
+// Whether a CUDA device can run here. False in a build without CUDA; a gate of
+// a GPU backend on a machine without one is reported skipped, never passed.
+bool gpu_available();
+
 }  // namespace deltaproof::kernels
