@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/cli/gate_cli_test.sh DELTAPROOF SOURCE_DIR — the CLI contract of
+# `deltaproof gate`: list and run by glob, exit 0 when green, --repeat and
+# --replay (fresh processes) green on a deterministic kernel, a JSON report
+# written atomically beside nothing else, `gate check` of a candidate written
+# by `deltaproof run` green, of the same candidate for another fixture an
+# input error, and every usage or input error (unknown gate, bad precision,
+# missing files, report folder that does not exist) exit 2 with a sentence.
+# No colour codes when stdout is not a terminal.
+set -uo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$src" || exit 2
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect CODE PATTERN -- ARGS...: exit code CODE and stderr+stdout matching PATTERN
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local output status
+  output=$("$bin" "$@" 2>&1)
+  status=$?
+  if [[ $status -ne $code ]] || ! grep -qE -- "$pattern" <<<"$output"; then
+    fail "deltaproof $* -> exit $status (want $code), output:"
+    echo "$output" | sed 's/^/    /'
+    echo "    (wanted a line matching: $pattern)"
+  else
+    echo "ok: deltaproof $* -> $status"
+  fi
+}
+
+expect 0 '^150 gates$' -- gate list
+expect 0 '^gdn2.cpu-recurrent.t32-c16-bf16.bwd +oracle' -- gate list 'gdn2.cpu-recurrent.*bf16*'
+expect 0 '^6 gates$' -- gate list '*.t40-c16.causality'
+expect 2 "no gate matches 'nosuch\.\*'" -- gate run 'nosuch.*'
+expect 0 '2 gates: 2 passed, 0 failed, 0 skipped' -- \
+  gate run 'kda.cpu-chunk.t40-c16.bwd' 'kda.cpu-recurrent.t40-c16.bwd' --repeat 3 --replay 2
+expect 0 'PASS gdn.cpu-chunk.t40-c16.split-call' -- gate run 'gdn.cpu-chunk.t40-c16.split-call'
+expect 2 'folder does not exist' -- gate run 'kda.cpu-chunk.t40-c16.fwd' --report "$work/no/r.json"
+
+# the report: one JSON document, no temp file left behind
+expect 0 "report: $work/r.json" -- gate run 'gdn2.cpu-chunk.t256-c16.*' --report "$work/r.json"
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['schema']=='deltaproof-report/1'; assert len(r['gates'])==2; assert all(g['verdict']=='pass' for g in r['gates']); assert len(r['gates'][1]['terms'][0]['per_chunk_rel'])==16" "$work/r.json"; then
+  echo "ok: the report holds both gates, green, 16 chunk figures for o"
+else
+  fail "report content"
+fi
+leftovers=$(find "$work" -name '*.tmp*' | wc -l)
+[[ $leftovers -eq 0 ]] && echo "ok: no temporary file left" || fail "$leftovers temporary files left"
+
+# colour only on a terminal
+output=$("$bin" gate run 'gdn.cpu-chunk.t16-c16.fwd' 2>&1)
+if grep -q $'\033' <<<"$output"; then fail "colour codes on a pipe"; else echo "ok: no colour on a pipe"; fi
+
+# gate check: a candidate from `deltaproof run` is green under f32; wrong fixture is an input error
+"$bin" run --backend cpu-chunk --fixture fixtures/gdn/t40-c16.safetensors --out "$work/c.safetensors" >/dev/null
+expect 0 'PASS check.gdn.c.safetensors' -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/c.safetensors"
+expect 0 'dbeta +pass' -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/c.safetensors" --precision tf32
+expect 2 "tensor 'o' has shape \[1, 40, 2, 8\], but the fixture needs \[1, 64, 2, 64\]" -- \
+  gate check --fixture fixtures/gdn/t64-c64.safetensors --candidate "$work/c.safetensors"
+expect 2 "unknown precision class 'fp8'" -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/c.safetensors" --precision fp8
+expect 2 "no-such.safetensors" -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/no-such.safetensors"
+# a candidate from another fixture of the same shape (another regime): red at the forward
+expect 1 'dq +not-compared' -- \
+  gate check --fixture fixtures/gdn/t32-c16-mild.safetensors --candidate "$("$bin" run --backend cpu-chunk --fixture fixtures/gdn/t32-c16.safetensors --out "$work/d.safetensors" >/dev/null; echo "$work/d.safetensors")"
+
+if ((failures)); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all gate CLI checks passed"
