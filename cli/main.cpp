@@ -10,6 +10,7 @@
 
 #include "cli/gate_command.hpp"
 #include "cli/gen_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "core/error.hpp"
 
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
   deltaproof::cli::add_run_command(app, run);
   deltaproof::cli::GateArguments gate;
   deltaproof::cli::add_gate_command(app, gate);
+  deltaproof::cli::ReportArguments report;
+  deltaproof::cli::add_report_command(app, report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
       return deltaproof::cli::run_gate_command(gate, command_line, self_executable(argv[0]));
     }
+    if (app.got_subcommand("report")) return deltaproof::cli::run_report_command(report);
   } catch (const deltaproof::InputError& e) {
     fmt::print(stderr, "deltaproof: {}\n", e.what());
     return 2;

@@ -1,6 +1,8 @@
 // gates/report.cpp — see report.hpp.
 #include "gates/report.hpp"
 
+#include <cstdlib>
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -37,6 +39,13 @@ std::string utc_now() {
 }  // namespace
 
 std::string git_commit() {
+  // A copied working tree (the GPU machine) has no .git: the caller names the commit.
+  if (const char* named = std::getenv("DELTAPROOF_GIT_COMMIT"); named && *named) {
+    const std::string hash = named;
+    const bool valid =
+        hash.size() == 40 && hash.find_first_not_of("0123456789abcdef") == std::string::npos;
+    return valid ? hash + " (from DELTAPROOF_GIT_COMMIT)" : "unknown";
+  }
   const std::string dir = DELTAPROOF_SOURCE_DIR;
   const std::string head = run_and_read("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
   if (head.size() != 40) return "unknown";
@@ -68,7 +77,7 @@ nlohmann::json make_report(const std::vector<GateResult>& results, const std::st
            {{"name", hostname},
             {"system", fmt::format("{} {} {}", system.sysname, system.release, system.machine)},
             {"cpus", static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))}}},
-          {"device", "cpu"},
+          {"device", kernels::device_name()},
           {"command", command},
           {"summary",
            {{"gates", results.size()},

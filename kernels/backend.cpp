@@ -6,6 +6,9 @@
 
 #include "core/error.hpp"
 #include "kernels/cpu/backends.hpp"
+#ifdef DELTAPROOF_HAVE_CUDA_BACKENDS
+#include "kernels/cuda/backends.hpp"
+#endif
 
 namespace deltaproof::kernels {
 
@@ -48,8 +51,14 @@ Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill) {
 
 namespace {
 const std::vector<const Backend*>& registry() {
-  static const std::vector<const Backend*> backends = {&cpu::chunk_backend(),
-                                                       &cpu::recurrent_backend()};
+  static const std::vector<const Backend*> backends = {
+      &cpu::chunk_backend(),
+      &cpu::recurrent_backend(),
+#ifdef DELTAPROOF_HAVE_CUDA_BACKENDS
+      &cuda::chunk_backend(),
+      &cuda::recurrent_backend(),
+#endif
+  };
   return backends;
 }
 }  // namespace
@@ -71,6 +80,7 @@ const Backend& find_backend(std::string_view name) {
 
 #ifndef DELTAPROOF_HAVE_CUDA_BACKENDS
 bool gpu_available() { return false; }
+std::string device_name() { return "cpu"; }
 #endif
 
 }  // namespace deltaproof::kernels

@@ -63,5 +63,7 @@ std::vector<std::string> backend_names();
 // Whether a CUDA device can run here. False in a build without CUDA; a gate of
 // a GPU backend on a machine without one is reported skipped, never passed.
 bool gpu_available();
+// "NVIDIA H200 (sm_90, driver 13.0)" where a GPU is, else "cpu".
+std::string device_name();
 
 }  // namespace deltaproof::kernels

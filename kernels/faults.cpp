@@ -29,6 +29,10 @@ const std::vector<FaultInfo>& fault_catalog() {
       {Fault::dht_ignored, "dht-ignored", "the cotangent of the final state (dht) is ignored"},
       {Fault::partial_chunk_reads_past_t, "partial-chunk-reads-past-t",
        "the partial last chunk reads a whole chunk of rows, past T"},
+      {Fault::missing_barrier_bk2, "missing-barrier-bk2",
+       "BK2 (CUDA): a __syncthreads() between writing and reading dU left out", true},
+      {Fault::global_scratch_read_before_write, "global-scratch-read-before-write",
+       "CUDA: a global-memory scratch buffer read before it is written (never zeroed)", true},
   };
   return catalog;
 }

@@ -24,12 +24,16 @@ enum class Fault {
   dh0_not_written,              // dh0 left unwritten
   dht_ignored,                  // the last chunk's dS_end taken as zero, not dht
   partial_chunk_reads_past_t,   // the partial last chunk reads chunk-size rows, past T
+  // CUDA kernels only
+  missing_barrier_bk2,               // a __syncthreads() left out of BK2 (a race)
+  global_scratch_read_before_write,  // a global scratch buffer read before it is written
 };
 
 struct FaultInfo {
   Fault fault;
   std::string_view id;
   std::string_view what;
+  bool cuda_only = false;  // the point exists in the CUDA kernels alone
 };
 const std::vector<FaultInfo>& fault_catalog();
 

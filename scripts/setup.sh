@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip
           libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-          libcli11-dev libfmt-dev)
+          libcli11-dev libfmt-dev libvalijson-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

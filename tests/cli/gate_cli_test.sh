@@ -36,9 +36,9 @@ expect() {
   fi
 }
 
-expect 0 '^150 gates$' -- gate list
+expect 0 '^300 gates$' -- gate list
 expect 0 '^gdn2.cpu-recurrent.t32-c16-bf16.bwd +oracle' -- gate list 'gdn2.cpu-recurrent.*bf16*'
-expect 0 '^6 gates$' -- gate list '*.t40-c16.causality'
+expect 0 '^12 gates$' -- gate list '*.t40-c16.causality'
 expect 2 "no gate matches 'nosuch\.\*'" -- gate run 'nosuch.*'
 expect 0 '2 gates: 2 passed, 0 failed, 0 skipped' -- \
   gate run 'kda.cpu-chunk.t40-c16.bwd' 'kda.cpu-recurrent.t40-c16.bwd' --repeat 3 --replay 2

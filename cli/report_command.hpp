@@ -1,0 +1,30 @@
+// cli/report_command.hpp — `deltaproof report show|diff`: reading the JSON
+// reports of `deltaproof gate run|check --report FILE` (deltaproof-report/1,
+// reports/schema/report-v1.schema.json).
+//   deltaproof report show FILE   the run's header, a table of every gate and
+//                                 term (rel, bar, margin, worst index, status),
+//                                 per-chunk figures, the reasons of red gates
+//   deltaproof report diff A B    per gate and term: rel in A and B, their
+//                                 ratio, better / worse / same
+// Exit codes: 0 shown, or nothing turned red; 1 (diff) a gate or term that
+// passed in A does not pass in B; 2 usage or input error (a missing file, not
+// JSON, not a deltaproof-report/1, a gate or term lacking a field).
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace deltaproof::cli {
+
+struct ReportArguments {
+  std::string file;           // show
+  std::string before, after;  // diff: A and B
+  CLI::App* show = nullptr;
+  CLI::App* diff = nullptr;
+};
+
+void add_report_command(CLI::App& app, ReportArguments& args);
+int run_report_command(const ReportArguments& args);
+
+}  // namespace deltaproof::cli

@@ -1,0 +1,207 @@
+// kernels/cuda/backends.cu — cuda-chunk and cuda-recurrent behind the backend
+// interface: bring every op into gdn2 form on the host (kda's beta into b and
+// w, gdn's scalar g over K), upload, run the kernels, fold the gradients back
+// (dbeta = sum_k db + sum_j dw, gdn's dg = sum_k dg) and download. Output
+// buffers are uploaded as handed in (a gate poisons them with NaN) and the
+// gdn2-form gradients are poisoned here, so an element no kernel writes
+// arrives as NaN.
+#include "kernels/cuda/backends.hpp"
+
+#include <cuda_runtime.h>
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+#include "core/error.hpp"
+#include "kernels/cuda/common.cuh"
+#include "kernels/faults.hpp"
+
+namespace deltaproof::kernels {
+
+bool gpu_available() {
+  static const bool available = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return available;
+}
+
+std::string device_name() {
+  if (!gpu_available()) return "cpu";
+  cudaDeviceProp props{};
+  int driver = 0;
+  if (cudaGetDeviceProperties(&props, 0) != cudaSuccess) return "cuda (unreadable properties)";
+  cudaDriverGetVersion(&driver);
+  return fmt::format("{} (sm_{}{}, driver CUDA {}.{})", props.name, props.major, props.minor,
+                     driver / 1000, driver % 1000 / 10);
+}
+
+namespace cuda {
+
+std::string describe(const DeviceProblem& p) {
+  return fmt::format("B{} T{} H{} K{} V{} chunk{}", p.B, p.T, p.H, p.K, p.V, p.chunk);
+}
+
+namespace {
+
+CudaFaults active_faults() {
+  CudaFaults f;
+  f.double_exp_chunk_decay = DELTAPROOF_FAULT(double_exp_chunk_decay);
+  f.state_not_carried = DELTAPROOF_FAULT(state_not_carried);
+  f.ds_not_handed_back = DELTAPROOF_FAULT(ds_not_handed_back);
+  f.state_transposed = DELTAPROOF_FAULT(state_transposed);
+  f.b_dropped_from_a = DELTAPROOF_FAULT(b_dropped_from_a);
+  f.cumulative_decay_off_by_one = DELTAPROOF_FAULT(cumulative_decay_off_by_one);
+  f.scratch_read_before_write = DELTAPROOF_FAULT(scratch_read_before_write);
+  f.dg_sign_flipped = DELTAPROOF_FAULT(dg_sign_flipped);
+  f.dh0_not_written = DELTAPROOF_FAULT(dh0_not_written);
+  f.dht_ignored = DELTAPROOF_FAULT(dht_ignored);
+  f.partial_chunk_reads_past_t = DELTAPROOF_FAULT(partial_chunk_reads_past_t);
+  f.missing_barrier_bk2 = DELTAPROOF_FAULT(missing_barrier_bk2);
+  f.global_scratch_read_before_write = DELTAPROOF_FAULT(global_scratch_read_before_write);
+  return f;
+}
+
+// One device buffer per named tensor, uploaded from host floats.
+struct Device {
+  DeviceProblem p;
+  std::map<std::string, std::unique_ptr<DeviceBuffer>> buffers;
+  float* upload(const std::string& name, const std::vector<float>& host) {
+    auto& slot = buffers[name];
+    slot = std::make_unique<DeviceBuffer>(host.size(), "cudaMalloc", p);
+    CUDA_CHECK(
+        cudaMemcpy(slot->get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+        ("upload of " + name).c_str(), p);
+    return slot->get();
+  }
+  std::vector<float> download(const std::string& name) {
+    const auto& slot = buffers.at(name);
+    std::vector<float> host(slot->size());
+    CUDA_CHECK(
+        cudaMemcpy(host.data(), slot->get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost),
+        ("download of " + name).c_str(), p);
+    return host;
+  }
+};
+
+// [B,T,H] -> [B,T,H,width], each value repeated.
+std::vector<float> broadcast(const std::vector<float>& scalar, int width) {
+  std::vector<float> out;
+  out.reserve(scalar.size() * width);
+  for (float x : scalar) out.insert(out.end(), width, x);
+  return out;
+}
+
+// [B,T,H,width] -> [B,T,H]: the sum over the last axis, in order (as cpu-chunk).
+std::vector<float> row_sums(const std::vector<float>& full, int width) {
+  std::vector<float> out(full.size() / width);
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    float sum = 0.0f;
+    for (int i = 0; i < width; ++i) sum += full[r * width + i];
+    out[r] = sum;
+  }
+  return out;
+}
+
+using Runner = void (*)(const DeviceProblem&, bool, LaunchLog&);
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(std::string name, std::string description, Runner runner)
+      : name_(std::move(name)), description_(std::move(description)), runner_(runner) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+
+  void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
+           ExecutionRecord& record) const override {
+    if (!gpu_available())
+      throw InputError(
+          fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));
+    if (s.K > 128 || s.V > 128)
+      throw InputError(
+          fmt::format("backend {} supports K and V up to 128, not K={} V={}.", name_, s.K, s.V));
+    if (s.chunk != 16 && s.chunk != 32 && s.chunk != 64)
+      throw InputError(
+          fmt::format("backend {} supports chunk 16, 32 or 64, not {}.", name_, s.chunk));
+    const bool backward = phase == Phase::bwd;
+    Device d;
+    DeviceProblem& p = d.p;
+    p.B = s.B, p.T = s.T, p.H = s.H, p.K = s.K, p.V = s.V, p.chunk = s.chunk, p.scale = s.scale;
+    p.faults = active_faults();
+    p.q = d.upload("q", in.at("q"));
+    p.k = d.upload("k", in.at("k"));
+    p.v = d.upload("v", in.at("v"));
+    p.h0 = d.upload("h0", in.at("h0"));
+    p.g = d.upload("g", s.op == Op::gdn ? broadcast(in.at("g"), s.K) : in.at("g"));
+    if (s.op == Op::gdn2) {
+      p.b = d.upload("b", in.at("b"));
+      p.w = d.upload("w", in.at("w"));
+    } else {
+      p.b = d.upload("b", broadcast(in.at("beta"), s.K));
+      p.w = d.upload("w", broadcast(in.at("beta"), s.V));
+    }
+    p.o = d.upload("o", out.at("o"));
+    p.ht = d.upload("ht", out.at("ht"));
+    if (backward) {
+      p.d_o = d.upload("do", in.at("do"));
+      p.dht = d.upload("dht", in.at("dht"));
+      const std::size_t tk = tensor_size(s, "q"), tv = tensor_size(s, "v");
+      auto poisoned = [&](const char* name, std::size_t n) {
+        return d.upload(name, std::vector<float>(n, std::nanf("")));
+      };
+      p.dq = d.upload("dq", out.at("dq"));
+      p.dk = d.upload("dk", out.at("dk"));
+      p.dv = d.upload("dv", out.at("dv"));
+      p.dh0 = d.upload("dh0", out.at("dh0"));
+      p.dg = s.op == Op::gdn ? poisoned("dg_full", tk) : d.upload("dg", out.at("dg"));
+      p.db = s.op == Op::gdn2 ? d.upload("db", out.at("db")) : poisoned("db_full", tk);
+      p.dw = s.op == Op::gdn2 ? d.upload("dw", out.at("dw")) : poisoned("dw_full", tv);
+    }
+
+    LaunchLog log;
+    runner_(p, backward, log);
+    for (const auto& launch : log.launches) {
+      const auto colon = launch.find(':');
+      record.note(launch.substr(0, colon));
+      record.note("kernel:" + launch.substr(colon + 1));
+    }
+
+    out.at("o") = d.download("o");
+    out.at("ht") = d.download("ht");
+    if (!backward) return;
+    for (const char* name : {"dq", "dk", "dv", "dh0"}) out.at(name) = d.download(name);
+    if (s.op == Op::gdn2) {
+      for (const char* name : {"dg", "db", "dw"}) out.at(name) = d.download(name);
+    } else {
+      out.at("dg") = s.op == Op::gdn ? row_sums(d.download("dg_full"), s.K) : d.download("dg");
+      const auto db = row_sums(d.download("db_full"), s.K);
+      const auto dw = row_sums(d.download("dw_full"), s.V);
+      auto& dbeta = out.at("dbeta");
+      for (std::size_t i = 0; i < dbeta.size(); ++i) dbeta[i] = db[i] + dw[i];
+    }
+  }
+
+ private:
+  std::string name_, description_;
+  Runner runner_;
+};
+
+}  // namespace
+
+const Backend& chunk_backend() {
+  static const CudaBackend backend(
+      "cuda-chunk", "chunked WY forward and BK2/BK1/glue backward, f32, CUDA (sm_90)", &run_chunk);
+  return backend;
+}
+
+const Backend& recurrent_backend() {
+  static const CudaBackend backend("cuda-recurrent",
+                                   "token-by-token recurrence and reverse sweep, f32, CUDA (sm_90)",
+                                   &run_recurrent);
+  return backend;
+}
+
+}  // namespace cuda
+}  // namespace deltaproof::kernels

@@ -1,0 +1,13 @@
+// kernels/cuda/backends.hpp — cuda-chunk and cuda-recurrent behind the backend
+// interface (kernels/backend.hpp). Built only when nvcc is found; then
+// DELTAPROOF_HAVE_CUDA_BACKENDS is defined and the registry lists them.
+#pragma once
+
+#include "kernels/backend.hpp"
+
+namespace deltaproof::kernels::cuda {
+
+const Backend& chunk_backend();
+const Backend& recurrent_backend();
+
+}  // namespace deltaproof::kernels::cuda

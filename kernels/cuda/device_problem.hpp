@@ -1,0 +1,71 @@
+// kernels/cuda/device_problem.hpp — what the CUDA kernels are handed: device
+// pointers in FLA layout, every op already in gdn2 form (kda's beta broadcast
+// into b [B,T,H,K] and w [B,T,H,V]; gdn's scalar g broadcast over K), f32
+// inputs, and the faults to inject. backends.cu expands the inputs and folds
+// the gradients back (dbeta = sum db + sum dw; gdn's dg = sum over K).
+// Plain C++: included by .cu files and by host code alike.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace deltaproof::kernels::cuda {
+
+// The fault points the CUDA kernels carry (kernels/faults.hpp names them).
+// Set only in a falsify build; a normal build compiles every check to false
+// (DP_FAULT in common.cuh).
+struct CudaFaults {
+  bool double_exp_chunk_decay = false;
+  bool state_not_carried = false;
+  bool ds_not_handed_back = false;
+  bool state_transposed = false;
+  bool b_dropped_from_a = false;
+  bool cumulative_decay_off_by_one = false;
+  bool scratch_read_before_write = false;
+  bool dg_sign_flipped = false;
+  bool dh0_not_written = false;
+  bool dht_ignored = false;
+  bool partial_chunk_reads_past_t = false;
+  bool missing_barrier_bk2 = false;               // a __syncthreads() left out of BK2
+  bool global_scratch_read_before_write = false;  // a global scratch buffer never zeroed
+};
+
+struct DeviceProblem {
+  int B = 1, T = 1, H = 1, K = 1, V = 1;
+  int chunk = 64;
+  float scale = 1.0f;
+  // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V]; h0 [B,H,K,V]
+  const float *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr,
+              *h0 = nullptr;
+  // cotangents (backward): do [B,T,H,V], dht [B,H,K,V]
+  const float *d_o = nullptr, *dht = nullptr;
+  // outputs: o [B,T,H,V], ht [B,H,K,V]; gradients in gdn2 form, same shapes
+  // as their inputs
+  float *o = nullptr, *ht = nullptr;
+  float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dg = nullptr, *db = nullptr, *dw = nullptr,
+        *dh0 = nullptr;
+  CudaFaults faults;
+};
+
+// The kernels launched, in order, each as "<stage>:<kernel name>", e.g.
+// "fwd.intra:chunk_intra_kernel" (the backend turns them into the execution
+// record: the stage and the kernel both count).
+struct LaunchLog {
+  std::vector<std::string> launches;
+  void note(const char* stage, const char* kernel) {
+    launches.push_back(std::string(stage) + ":" + kernel);
+  }
+};
+
+// "B1 T40 H2 K8 V8 chunk16", for error messages.
+std::string describe(const DeviceProblem& p);
+
+// cuda-chunk: stages fwd.intra, fwd.inter, then (backward) bwd.bk2, bwd.glue,
+// bwd.bk1. Synchronous: returns when the results are in the output buffers.
+// Throws std::runtime_error naming the kernel and the shape on any CUDA error.
+void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log);
+
+// cuda-recurrent: stages recurrent.fwd, then (backward) recurrent.bwd.
+void run_recurrent(const DeviceProblem& p, bool backward, LaunchLog& log);
+
+}  // namespace deltaproof::kernels::cuda
