@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/demo.sh — the main job: set up, build, generate the canonical
 # fixtures from the quad oracle into build/demo-fixtures with every self-check,
-# print the self-check table, and show that they match the committed ones.
+# print the self-check table, show that they match the committed ones, run
+# every CPU gate on them (the CUDA gates run on a GPU machine:
+# scripts/gpu-gates.sh), and print the report of one multi-chunk gate term by term.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,3 +15,12 @@ for f in $(cd fixtures && find . -name '*.safetensors' | sort); do
   if cmp -s "fixtures/$f" "build/demo-fixtures/$f"; then echo "  same bytes  ${f#./}";
   else echo "  DIFFERENT   ${f#./}"; exit 1; fi
 done
+echo
+echo "== every CPU gate on the regenerated fixtures (report: build/demo-report.json)"
+./build/bin/deltaproof gate run '*.cpu-*' --fixtures build/demo-fixtures \
+  --repeat 2 --report build/demo-report.json
+echo
+echo "== one multi-chunk gate, term by term (16 chunks of 16 tokens)"
+./build/bin/deltaproof gate run 'gdn2.cpu-chunk.t256-c16.bwd' --fixtures build/demo-fixtures \
+  --replay 1 --report build/demo-one.json >/dev/null
+./build/bin/deltaproof report show build/demo-one.json
