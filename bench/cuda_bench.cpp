@@ -9,7 +9,7 @@
 // the FLOP rate counts the chunked algorithm's nominal matrix work (below),
 // for both backends, so the two rates compare like with like.
 //
-// Usage: cuda_bench [--repeats N] [--json FILE]
+// Usage: cuda_bench [--repeats N] [--backend cuda-chunk|cuda-recurrent] [--json FILE]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -138,15 +138,17 @@ double minimum_bytes(bool backward) {
 
 int main(int argc, char** argv) {
   int repeats = 10;
-  std::string json_path;
+  std::string json_path, only_backend;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--repeats" && i + 1 < argc)
       repeats = std::atoi(argv[++i]);
+    else if (arg == "--backend" && i + 1 < argc)
+      only_backend = argv[++i];
     else if (arg == "--json" && i + 1 < argc)
       json_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: cuda_bench [--repeats N] [--json FILE]\n");
+      std::fprintf(stderr, "usage: cuda_bench [--repeats N] [--backend NAME] [--json FILE]\n");
       return 2;
     }
   }
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
       Outputs out;
       for (auto& s : sets) out.attach(s.p);
       for (const char* backend : {"cuda-chunk", "cuda-recurrent"}) {
+        if (!only_backend.empty() && only_backend != backend) continue;
         const bool chunked = std::string(backend) == "cuda-chunk";
         for (bool backward : {false, true}) {
           cudaEvent_t start, stop;

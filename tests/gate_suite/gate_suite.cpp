@@ -20,7 +20,12 @@
 namespace deltaproof::gates {
 namespace {
 
-const std::filesystem::path kFixtures = std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
+// The source tree's fixtures; where the binary runs in a copied tree (the GPU
+// machine), ./fixtures.
+const std::filesystem::path kFixtures =
+    std::filesystem::exists(std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures")
+        ? std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures"
+        : std::filesystem::path("fixtures");
 
 std::string identifier(std::string text) {
   std::replace_if(
