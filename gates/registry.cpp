@@ -55,12 +55,13 @@ constexpr PhaseBars recurrent{{5e-6, 2.9e-7, "kda/t192-c64 o"}, {5e-6, 4.4e-7, "
 constexpr PhaseBars chunk{
     {3e-5, 1.0e-6, "kda/t200-c64 o", 8.9e-1, "b-dropped-from-a: kda/t32-c16-mild o"},
     {5e-5, 8.1e-6, "kda/t64-c64 dg", 7.8e-1, "ds-not-handed-back: gdn2/t32-c16-mild dv"}};
-// The CUDA twins, f32: the CPU twins' bars until the H200 runs measure them
-// (provisional, flagged in every report).
+// The CUDA twins, f32. cuda-chunk: the CPU twin's bars until an H200 run
+// measures it (provisional, flagged in every report).
 constexpr PhaseBars cuda_chunk{{3e-5, -1.0, "provisional: not measured on a GPU yet"},
                                {5e-5, -1.0, "provisional: not measured on a GPU yet"}};
-constexpr PhaseBars cuda_recurrent{{5e-6, -1.0, "provisional: not measured on a GPU yet"},
-                                   {5e-6, -1.0, "provisional: not measured on a GPU yet"}};
+// cuda-recurrent: measured on the H200 (reports/gpu/befd784/recurrent-gates.json).
+constexpr PhaseBars cuda_recurrent{{5e-6, 2.7e-7, "gdn2/t32-c16-mild o (H200)"},
+                                   {5e-6, 4.2e-7, "gdn2/t32-c16-bf16 dg (H200)"}};
 // External candidates by precision class. f32 is cpu-chunk's evidence. tf32
 // and bf16 have no measured clean kernel yet: provisional bars, flagged so in
 // every report, until an FLA run on the GPU measures them (issue 5).
