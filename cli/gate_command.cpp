@@ -13,6 +13,7 @@
 #include "core/files.hpp"
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
+#include "kernels/faults.hpp"
 
 namespace deltaproof::cli {
 namespace fs = std::filesystem;
@@ -40,6 +41,9 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   a.run->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
+  if (kernels::kFaultsCompiledIn)
+    a.run->add_option("--fault", a.fault,
+                      "falsify build: switch one kernel fault on by id (kernels/faults.cpp)");
 
   a.check =
       gate->add_subcommand("check", "Gate a candidate computed by anything against a fixture");
@@ -125,6 +129,10 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     options.repeat = a.repeat;
     options.replay = a.replay;
     options.self_exe = self_exe;
+#ifdef DELTAPROOF_FALSIFY
+    kernels::set_active_fault(a.fault);
+    options.fault = a.fault;
+#endif
     std::vector<gates::GateResult> results;
     int failed = 0, skipped = 0;
     for (const auto& gate : chosen) {

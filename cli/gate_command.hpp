@@ -14,6 +14,7 @@ struct GateArguments {
   std::string report;
   int repeat = 1;
   int replay = 0;
+  std::string fault;  // falsify build: one kernel fault switched on
   std::string fixture, candidate, precision = "f32";
   CLI::App* list = nullptr;
   CLI::App* run = nullptr;

@@ -145,6 +145,10 @@ Buffers replay_once(const RunOptions& options, const Gate& gate, const fs::path&
                                    "--out",          out.string(),
                                    "--phase",        gate.phase == Phase::fwd ? "fwd" : "bwd",
                                    "--chunk",        std::to_string(shape.chunk)};
+  if (!options.fault.empty()) {
+    args.push_back("--fault");
+    args.push_back(options.fault);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -22,6 +22,7 @@ struct RunOptions {
   int repeat = 1;        // runs in this process; any bitwise difference fails
   int replay = 0;        // extra runs in fresh processes (`deltaproof run`)
   std::string self_exe;  // the deltaproof executable, for --replay
+  std::string fault;     // falsify build: the active fault, handed to --replay processes
   // Runs this backend instead of the family's (tests of the gates themselves
   // run deliberately broken backends through the real gate); not for --replay.
   const kernels::Backend* backend = nullptr;
