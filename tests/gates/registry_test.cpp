@@ -1,0 +1,71 @@
+// tests/gates/registry_test.cpp — the gate registry: every committed fixture x
+// every backend x both phases is a gate, names follow
+// <op>.<backend>.<fixture>.<phase>, globs select, and every bar stands on its
+// evidence (at least 3x above the clean kernel's worst error, below the
+// smallest error a catalog fault produced).
+// Run: ctest --test-dir build -R Registry
+#include "gates/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace deltaproof::gates {
+namespace {
+
+const std::filesystem::path kFixtures = std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
+
+TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
+  const auto gates = all_gates(kFixtures);
+  std::set<std::string> names;
+  for (const auto& g : gates) names.insert(g.name);
+  EXPECT_EQ(names.size(), gates.size()) << "gate names are unique";
+  // 33 fixtures x 4 backends x 2 phases, + 3 ops x 4 backends x 3 relations
+  EXPECT_EQ(gates.size(), 33u * 4 * 2 + 3 * 4 * 3);
+  for (const char* name :
+       {"gdn2.cpu-chunk.t32-c16.bwd", "kda.cpu-recurrent.t200-c64.fwd",
+        "gdn.cuda-chunk.t32-c16-bf16.bwd", "gdn2.cuda-recurrent.t40-c16.split-call",
+        "kda.cpu-chunk.t40-c16.causality", "gdn.cpu-recurrent.t40-c16.batch-head"})
+    EXPECT_TRUE(names.count(name)) << name;
+}
+
+TEST(Registry, GlobsSelectAndAGlobThatMatchesNothingIsAnError) {
+  const auto gates = all_gates(kFixtures);
+  EXPECT_EQ(select_gates(gates, {"gdn2.cpu-chunk.*.bwd"}).size(), 11u);
+  EXPECT_EQ(select_gates(gates, {"*.t40-c16.causality"}).size(), 12u);
+  EXPECT_TRUE(glob_match("a?c*", "abcdef"));
+  EXPECT_FALSE(glob_match("a?c", "abcd"));
+  EXPECT_THROW(select_gates(gates, {"nothing.*"}), InputError);
+}
+
+TEST(Registry, EveryMeasuredBarSitsAtLeast3xAboveTheCleanErrorAndBelowEveryFault) {
+  auto check = [](const std::string& what, const Bar& bar) {
+    SCOPED_TRACE(what);
+    EXPECT_GT(bar.value, 0.0);
+    if (bar.clean_worst >= 0) {
+      EXPECT_GE(bar.value, 3 * bar.clean_worst) << bar.clean_where;
+    }
+    if (bar.smallest_fault >= 0) {
+      EXPECT_LT(bar.value, bar.smallest_fault) << bar.fault_where;
+    }
+  };
+  for (const Family& f : families()) {
+    check(std::string(f.backend) + " fwd", f.bars.fwd);
+    check(std::string(f.backend) + " bwd", f.bars.bwd);
+  }
+  for (Precision p : {Precision::f32, Precision::tf32, Precision::bf16}) {
+    check(std::string(precision_name(p)) + " fwd", class_bars(p).fwd);
+    check(std::string(precision_name(p)) + " bwd", class_bars(p).bwd);
+  }
+}
+
+TEST(Registry, GpuFamiliesAreMarkedSoTheyAreSkippedWithoutAGpu) {
+  for (const Family& f : families())
+    EXPECT_EQ(f.needs_gpu, std::string(f.backend).rfind("cuda-", 0) == 0) << f.backend;
+}
+
+}  // namespace
+}  // namespace deltaproof::gates
