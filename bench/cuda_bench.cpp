@@ -1,6 +1,6 @@
 // bench/cuda_bench.cpp — the CUDA kernels' speed at B4 T4096 H16 K=V=128
 // (chunk 64): cuda-chunk and cuda-recurrent, gdn2 and kda, fwd and fwd+bwd,
-// f32 inputs. CUDA events around each call, 2 warm-up calls, the median of 10,
+// f32 and bf16 inputs. CUDA events around each call, 2 warm-up calls, the median of 10,
 // alternating between two input sets (each input tensor alone is larger than
 // the H200's 60 MB L2). Prints a table and writes the figures as JSON.
 //
@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -26,11 +28,13 @@
 
 #include "core/files.hpp"
 #include "core/rng.hpp"
+#include "core/tensor.hpp"
 #include "kernels/cuda/device_problem.hpp"
 
 namespace {
 
 using deltaproof::kernels::cuda::DeviceProblem;
+using deltaproof::kernels::cuda::InputType;
 using deltaproof::kernels::cuda::LaunchLog;
 
 void check(cudaError_t error, const char* what) {
@@ -63,7 +67,22 @@ struct InputSet {
     arrays.push_back(std::make_unique<DeviceArray>(host));
     return arrays.back()->data;
   }
-  InputSet(bool kda, std::uint64_t seed) {
+  // An input tensor in the input type: bf16 keeps the top 16 bits (the values
+  // are rounded to bf16 first, so nothing is lost).
+  const void* add_input(std::vector<float> host) {
+    if (p.input == InputType::f32) return add(std::move(host));
+    std::vector<float> packed((host.size() + 1) / 2);
+    auto* halves = reinterpret_cast<std::uint16_t*>(packed.data());
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      const float rounded = static_cast<float>(deltaproof::round_to_bf16(host[i]));
+      std::uint32_t bits;
+      std::memcpy(&bits, &rounded, sizeof bits);
+      halves[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+    return add(std::move(packed));
+  }
+  InputSet(bool kda, bool bf16, std::uint64_t seed) {
+    p.input = bf16 ? InputType::bf16 : InputType::f32;
     deltaproof::Rng rng(seed);
     const std::size_t tk = std::size_t{B} * T * H * K, tv = std::size_t{B} * T * H * V,
                       state = std::size_t{B} * H * K * V;
@@ -79,10 +98,10 @@ struct InputSet {
     };
     p.B = B, p.T = T, p.H = H, p.K = K, p.V = V, p.chunk = C;
     p.scale = 1.0f / std::sqrt(static_cast<float>(K));
-    p.q = add(normal(tk, 1.0 / std::sqrt(K)));
-    p.k = add(normal(tk, 1.0 / std::sqrt(K)));
-    p.v = add(normal(tv, 1.0));
-    p.g = add(uniform(tk, -0.1, -0.001));
+    p.q = add_input(normal(tk, 1.0 / std::sqrt(K)));
+    p.k = add_input(normal(tk, 1.0 / std::sqrt(K)));
+    p.v = add_input(normal(tv, 1.0));
+    p.g = add_input(uniform(tk, -0.1, -0.001));
     if (kda) {
       const auto beta = uniform(std::size_t{B} * T * H, 0.05, 0.95);
       std::vector<float> b(tk), w(tv);
@@ -90,11 +109,11 @@ struct InputSet {
         std::fill_n(b.begin() + r * K, K, beta[r]);
         std::fill_n(w.begin() + r * V, V, beta[r]);
       }
-      p.b = add(b);
-      p.w = add(w);
+      p.b = add_input(b);
+      p.w = add_input(w);
     } else {
-      p.b = add(uniform(tk, 0.05, 0.95));
-      p.w = add(uniform(tv, 0.05, 0.95));
+      p.b = add_input(uniform(tk, 0.05, 0.95));
+      p.w = add_input(uniform(tv, 0.05, 0.95));
     }
     p.h0 = add(normal(state, 0.1));
     p.d_o = add(normal(tv, 1.0));
@@ -127,11 +146,12 @@ double nominal_flops(bool backward) {
   return per_chunk * B * H * (T / C);
 }
 
-double minimum_bytes(bool backward) {
+double minimum_bytes(bool backward, bool bf16) {
   const double tk = 1.0 * B * T * H * K, tv = 1.0 * B * T * H * V, state = 1.0 * B * H * K * V;
-  double floats = 4 * tk + 2 * tv + state + tv + state;          // q k g b, v w, h0 -> o, ht
-  if (backward) floats += tv + state + 4 * tk + 2 * tv + state;  // do dht -> gradients
-  return 4 * floats;
+  const double input_bytes = bf16 ? 2 : 4;
+  double bytes = input_bytes * (4 * tk + 2 * tv) + 4 * (state + tv + state);  // -> o, ht
+  if (backward) bytes += 4 * (tv + state + 4 * tk + 2 * tv + state);          // do dht -> gradients
+  return bytes;
 }
 
 }  // namespace
@@ -158,55 +178,59 @@ int main(int argc, char** argv) {
     std::printf("device: %s, %d SMs, L2 %d MB\n", props.name, props.multiProcessorCount,
                 props.l2CacheSize >> 20);
     nlohmann::json rows = nlohmann::json::array();
-    std::printf("%-15s %-5s %-8s %10s %10s %10s\n", "backend", "op", "phase", "median ms", "GB/s",
-                "GFLOP/s");
+    std::printf("%-15s %-5s %-6s %-8s %10s %10s %10s\n", "backend", "op", "inputs", "phase",
+                "median ms", "GB/s", "GFLOP/s");
     for (const char* op : {"gdn2", "kda"}) {
       const bool kda = std::string(op) == "kda";
-      InputSet sets[2] = {InputSet(kda, 1), InputSet(kda, 2)};
-      Outputs out;
-      for (auto& s : sets) out.attach(s.p);
-      for (const char* backend : {"cuda-chunk", "cuda-recurrent"}) {
-        if (!only_backend.empty() && only_backend != backend) continue;
-        const bool chunked = std::string(backend) == "cuda-chunk";
-        for (bool backward : {false, true}) {
-          cudaEvent_t start, stop;
-          check(cudaEventCreate(&start), "cudaEventCreate");
-          check(cudaEventCreate(&stop), "cudaEventCreate");
-          std::vector<float> times;
-          for (int i = 0; i < repeats + 2; ++i) {
-            LaunchLog log;
-            const DeviceProblem& p = sets[i % 2].p;
-            check(cudaEventRecord(start), "cudaEventRecord");
-            if (chunked)
-              deltaproof::kernels::cuda::run_chunk(p, backward, log);
-            else
-              deltaproof::kernels::cuda::run_recurrent(p, backward, log);
-            check(cudaEventRecord(stop), "cudaEventRecord");
-            check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-            float ms = 0;
-            check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-            if (i >= 2) times.push_back(ms);  // two warm-up calls
+      for (const bool bf16 : {false, true}) {
+        const char* inputs = bf16 ? "bf16" : "f32";
+        InputSet sets[2] = {InputSet(kda, bf16, 1), InputSet(kda, bf16, 2)};
+        Outputs out;
+        for (auto& s : sets) out.attach(s.p);
+        for (const char* backend : {"cuda-chunk", "cuda-recurrent"}) {
+          if (!only_backend.empty() && only_backend != backend) continue;
+          const bool chunked = std::string(backend) == "cuda-chunk";
+          for (bool backward : {false, true}) {
+            cudaEvent_t start, stop;
+            check(cudaEventCreate(&start), "cudaEventCreate");
+            check(cudaEventCreate(&stop), "cudaEventCreate");
+            std::vector<float> times;
+            for (int i = 0; i < repeats + 2; ++i) {
+              LaunchLog log;
+              const DeviceProblem& p = sets[i % 2].p;
+              check(cudaEventRecord(start), "cudaEventRecord");
+              if (chunked)
+                deltaproof::kernels::cuda::run_chunk(p, backward, log);
+              else
+                deltaproof::kernels::cuda::run_recurrent(p, backward, log);
+              check(cudaEventRecord(stop), "cudaEventRecord");
+              check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+              float ms = 0;
+              check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+              if (i >= 2) times.push_back(ms);  // two warm-up calls
+            }
+            cudaEventDestroy(start);
+            cudaEventDestroy(stop);
+            std::sort(times.begin(), times.end());
+            const double median = times[times.size() / 2];
+            const double gbs = minimum_bytes(backward, bf16) / (median * 1e-3) / 1e9;
+            const double gflops = nominal_flops(backward) / (median * 1e-3) / 1e9;
+            const char* phase = backward ? "fwd+bwd" : "fwd";
+            std::printf("%-15s %-5s %-6s %-8s %10.3f %10.1f %10.1f\n", backend, op, inputs, phase,
+                        median, gbs, gflops);
+            std::fflush(stdout);
+            rows.push_back({{"backend", backend},
+                            {"op", op},
+                            {"inputs", inputs},
+                            {"phase", phase},
+                            {"median_ms", median},
+                            {"min_ms", times.front()},
+                            {"max_ms", times.back()},
+                            {"repeats", repeats},
+                            {"achieved_GBps", gbs},
+                            {"nominal_GFLOPs", gflops},
+                            {"shape", "B4 T4096 H16 K128 V128 chunk64"}});
           }
-          cudaEventDestroy(start);
-          cudaEventDestroy(stop);
-          std::sort(times.begin(), times.end());
-          const double median = times[times.size() / 2];
-          const double gbs = minimum_bytes(backward) / (median * 1e-3) / 1e9;
-          const double gflops = nominal_flops(backward) / (median * 1e-3) / 1e9;
-          const char* phase = backward ? "fwd+bwd" : "fwd";
-          std::printf("%-15s %-5s %-8s %10.3f %10.1f %10.1f\n", backend, op, phase, median, gbs,
-                      gflops);
-          std::fflush(stdout);
-          rows.push_back({{"backend", backend},
-                          {"op", op},
-                          {"phase", phase},
-                          {"median_ms", median},
-                          {"min_ms", times.front()},
-                          {"max_ms", times.back()},
-                          {"repeats", repeats},
-                          {"achieved_GBps", gbs},
-                          {"nominal_GFLOPs", gflops},
-                          {"shape", "B4 T4096 H16 K128 V128 chunk64, f32 inputs"}});
         }
       }
     }

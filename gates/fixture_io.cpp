@@ -126,6 +126,21 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
       buffer[i] = static_cast<float>(values[i]);
     }
   }
+  // A bf16 fixture: every input must hold bf16 values, so that a kernel reading
+  // bf16 sees exactly the numbers the oracle saw.
+  if (auto it = file.metadata.find("dtype"); it != file.metadata.end() && it->second == "bf16") {
+    for (const auto& name : kernels::kernel_input_names(s.op)) {
+      if (name == "h0" || name == "do" || name == "dht" || !job.inputs.count(name)) continue;
+      const auto& values = job.inputs.at(name);
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (round_to_bf16(values[i]) != values[i])
+          throw InputError(
+              fmt::format("{}: the metadata says dtype bf16, but tensor '{}' holds {} at index {}, "
+                          "which bf16 cannot represent.",
+                          source, name, values[i], index_string(tensor_shape(s, name), i)));
+    }
+    s.bf16_inputs = true;
+  }
   return job;
 }
 

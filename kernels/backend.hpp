@@ -20,6 +20,9 @@ struct KernelShape {
   int B = 1, T = 1, H = 1, K = 1, V = 1;
   int chunk = 64;  // used by chunked backends
   float scale = 1.0f;
+  // The inputs q k v g b w (beta) hold bf16 values (a bf16 fixture): a backend
+  // that reads bf16 (cuda-*) takes them as bf16; the others read the f32 copy.
+  bool bf16_inputs = false;
 };
 
 // Names of the tensors a kernel reads: q k v g b w h0 (gdn2) or q k v g beta h0

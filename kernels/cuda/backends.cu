@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -76,6 +78,23 @@ struct Device {
         ("upload of " + name).c_str(), p);
     return slot->get();
   }
+  // The same values as bf16 bit patterns (exact: a bf16 job's inputs are bf16 values).
+  const void* upload_bf16(const std::string& name, const std::vector<float>& host) {
+    std::vector<float> packed((host.size() + 1) / 2);
+    auto* halves = reinterpret_cast<std::uint16_t*>(packed.data());
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &host[i], sizeof bits);
+      if (bits & 0xFFFFu)
+        throw InputError("input '" + name + "' holds " + std::to_string(host[i]) +
+                         ", which bf16 cannot represent (a bf16 job needs bf16 values)");
+      halves[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+    return upload(name, packed);
+  }
+  const void* upload_input(const std::string& name, const std::vector<float>& host) {
+    return p.input == InputType::bf16 ? upload_bf16(name, host) : upload(name, host);
+  }
   std::vector<float> download(const std::string& name) {
     const auto& slot = buffers.at(name);
     std::vector<float> host(slot->size());
@@ -130,17 +149,18 @@ class CudaBackend final : public Backend {
     DeviceProblem& p = d.p;
     p.B = s.B, p.T = s.T, p.H = s.H, p.K = s.K, p.V = s.V, p.chunk = s.chunk, p.scale = s.scale;
     p.faults = active_faults();
-    p.q = d.upload("q", in.at("q"));
-    p.k = d.upload("k", in.at("k"));
-    p.v = d.upload("v", in.at("v"));
+    p.input = s.bf16_inputs ? InputType::bf16 : InputType::f32;
+    p.q = d.upload_input("q", in.at("q"));
+    p.k = d.upload_input("k", in.at("k"));
+    p.v = d.upload_input("v", in.at("v"));
     p.h0 = d.upload("h0", in.at("h0"));
-    p.g = d.upload("g", s.op == Op::gdn ? broadcast(in.at("g"), s.K) : in.at("g"));
+    p.g = d.upload_input("g", s.op == Op::gdn ? broadcast(in.at("g"), s.K) : in.at("g"));
     if (s.op == Op::gdn2) {
-      p.b = d.upload("b", in.at("b"));
-      p.w = d.upload("w", in.at("w"));
+      p.b = d.upload_input("b", in.at("b"));
+      p.w = d.upload_input("w", in.at("w"));
     } else {
-      p.b = d.upload("b", broadcast(in.at("beta"), s.K));
-      p.w = d.upload("w", broadcast(in.at("beta"), s.V));
+      p.b = d.upload_input("b", broadcast(in.at("beta"), s.K));
+      p.w = d.upload_input("w", broadcast(in.at("beta"), s.V));
     }
     p.o = d.upload("o", out.at("o"));
     p.ht = d.upload("ht", out.at("ht"));
@@ -162,6 +182,7 @@ class CudaBackend final : public Backend {
 
     LaunchLog log;
     runner_(p, backward, log);
+    if (p.input == InputType::bf16) record.note("inputs:bf16");
     for (const auto& launch : log.launches) {
       const auto colon = launch.find(':');
       record.note(launch.substr(0, colon));

@@ -10,22 +10,45 @@
 //                                                       glue (dS_end handed back, dh0)
 //   bwd.bk1    bk1_kernel          grid (chunks, B*H)   intra-chunk adjoint: dq dk dv dg db dw
 // The recurrences over chunks are separable over the columns of the state (V),
-// so fwd.inter and bwd.bk2 give each block a tile of columns.
+// so fwd.inter and bwd.bk2 give each block a tile of columns (a warp's width).
 //
-// Every block runs ChunkConfig::kThreads threads; they share out the elements
-// of each matrix (block-stride loops) and each thread sums its element's
-// reduction index in a fixed order: no atomics, every output element written
-// by exactly one thread, so results are bitwise the same run to run. Within a
-// chunk, rows r = 0..L-1 (L = T - c*C for a partial last chunk); every
-// exponential is of G_r - G_i <= 0 or of G <= 0, never exp(G_r) * exp(-G_i).
+// Inputs: q k v g b w are f32 or bf16 (DeviceProblem::input). fwd.intra and
+// bwd.bk1, the kernels that read them, are templates on that element type and
+// widen each element as they read it (read_input); the dispatch is in
+// run_chunk. All arithmetic and every sum is f32.
 //
-// Scratch lives in global memory, one slab per (b, h, chunk), freed on return.
-// Every scratch buffer is filled with NaN (0xFF bytes) when allocated, so a read
-// of scratch that nothing wrote shows as NaN in the outputs, deterministically,
-// whatever cudaMalloc hands back.
+// Work sharing. Each matrix product sums a(m, d) b(d, n) over d. A thread takes
+// an item (for_quads): one n (consecutive threads take consecutive n, so b is
+// read coalesced from global memory or without bank conflicts from shared
+// memory) and a quad of four consecutive m (the same for a warp's threads, so
+// the four a's are one broadcast 16-byte load), and keeps the four sums in
+// registers: two loads per four multiply-adds. So a is stored with m
+// contiguous, which makes several buffers below transposes (suffix T), and
+// their rows start at multiples of 4. In the sequential kernels and bwd.bk1
+// (few warps per SM) the loops over d are unrolled by 8, so that a thread has
+// more loads in flight. The products through the pairwise decays
+// exp(G_r - G_i) (A, M and their adjoints) take items the same way, reading
+// their four rows' operands one by one. Shared buffers whose columns are read
+// one row per thread have odd row strides (no bank conflicts).
+// Each thread sums its elements' reduction index in a fixed order: no atomics,
+// every output element written by exactly one thread, so results are bitwise the
+// same run to run. Within a chunk, rows r = 0..L-1 (L = T - c*C for a partial
+// last chunk); every exponential is of G_r - G_i <= 0 or of G <= 0, never
+// exp(G_r) * exp(-G_i).
+//
+// Scratch lives in global memory, one slab per (b, h, chunk) of each buffer,
+// all carved from one allocation freed on return. Nothing is filled on
+// allocation: each stage writes every element that a later stage reads (rows
+// past L as zeros, the padding of rows rounded up to 4 as zeros), except the
+// dU that bwd.bk2 accumulates into, which is zeroed first. The sequential
+// kernels ask L2 for the next chunk's operands while they work on one
+// (prefetch_l2), so that their loads do not wait on device memory.
 //
 // Compile check: nvcc -std=c++17 -arch=sm_90 -I. -c kernels/cuda/chunk.cu
 // (add -DDELTAPROOF_FALSIFY for the fault points, -Xptxas -v for registers).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
@@ -38,48 +61,74 @@ namespace {
 
 // The launch configuration, apart from the algorithm.
 struct ChunkConfig {
-  static constexpr int kThreads = 256;  // threads per block, every kernel
-  static constexpr int kVTile = 32;     // state columns per fwd.inter / bwd.bk2 block
-  static constexpr int kMaxDim = 128;   // K and V at most
-  static constexpr int kMaxChunk = 64;  // C at most
+  // fwd.intra, fwd.inter and bwd.bk2: blocks of kThreads, registers capped so
+  // that kBlocksPerSM of them fit an SM (fwd.inter's and bwd.bk2's 256 blocks at
+  // B*H = 64 then run in one wave on 132 SMs)
+  static constexpr int kThreads = 256;
+  static constexpr int kBlocksPerSM = 2;
+  static constexpr int kBk1Threads = 512;  // bwd.bk1: its shared memory fits one block per SM
+  static constexpr int kVTile = 32;        // state columns per fwd.inter / bwd.bk2 block
+  static constexpr int kMaxDim = 128;      // K and V at most
+  static constexpr int kMaxChunk = 64;     // C at most
 };
+
+// n rounded up to a multiple of 4: the row length of the global buffers read
+// by quads along their rows (a row of K channels is K4 long, zeros past K).
+__host__ __device__ constexpr int round_up4(int n) { return (n + 3) / 4 * 4; }
+// n or n + 1, whichever is odd: the row stride of a shared buffer whose columns
+// are read one row per thread, without bank conflicts.
+__host__ __device__ constexpr int odd_stride(int n) { return n | 1; }
+// The row stride of the shared transposes read by quads (a chunk's C rows per
+// row): a multiple of 4 for the 16-byte quads, C + 4 so that the quads stored
+// by consecutive threads fall in different banks.
+__host__ __device__ constexpr int quad_stride(int C) { return C + 4; }
 
 // Dynamic shared memory of each kernel, in floats.
 __host__ __device__ constexpr int intra_shared_floats(int C, int K) {
-  return 2 * C * K + 2 * C * C;  // G, keys; A, Tinv
+  return 2 * C * odd_stride(K) + C * C + C * quad_stride(C);  // G, keys; A, TinvT
 }
-__host__ __device__ constexpr int carry_shared_floats(int C, int K, int v_tile) {
-  return (K + C) * v_tile;  // the state tile (S or dS) and U or dU
+__host__ __device__ constexpr int inter_shared_floats(int C, int K, int v_tile) {
+  return K * odd_stride(v_tile) + 2 * C * v_tile;  // S; U, Qg S0
+}
+__host__ __device__ constexpr int bk2_shared_floats(int C, int K, int v_tile) {
+  return K * odd_stride(v_tile) + C * v_tile;  // dS; dU
 }
 __host__ __device__ constexpr int bk1_shared_floats(int C, int K, int V) {
-  return C * K + C * V + 3 * C * C;  // G, U; Tinv, dM, dA
+  // dO^T, dX^T, dY^T; dM, dA; dQg (then dG), dKdec; d_decay_end
+  return (2 * V + K) * quad_stride(C) + 2 * C * C + 2 * C * K + K;
 }
 
 // The global scratch, one slab per (b, h, chunk) in each buffer; slab s of a
-// buffer of rows x cols slabs starts at s * rows * cols.
+// buffer of rows x cols slabs starts at s * rows * cols. Every rows x cols is
+// a multiple of 4 (C is), so every slab is 16-byte aligned. K4, V4: K and V
+// rounded up to 4. A buffer suffixed T holds the transpose of its matrix.
 struct ChunkScratch {
-  // fwd.intra (what the chunk's WY representation needs later)
-  float* G;          // C x K  cumulative log-decay from the chunk start
-  float* Tinv;       // C x C  (I + A)^-1
-  float* M;          // C x C  lower, diagonal included
-  float* Ut;         // C x V
-  float* Wt;         // C x K
-  float* Qg;         // C x K  Q * exp(G)
-  float* Kdec;       // C x K  K * exp(G_C - G)
-  float* decay_end;  // K      exp(G_C)
-  // the glue: saved chunk-start states (fwd.inter) and the dS_end handed back (bwd.bk2)
-  float* chunk_start;  // K x V
-  float* dS_end;       // K x V
-  // bwd.bk1
-  float* dU;     // C x V  zeroed, then accumulated into
-  float* dX;     // C x V  Tinv^T dU
-  float* dY;     // C x K  -Tinv^T dU S0^T
-  float* dKdec;  // C x K  U dS_end^T
-  float* dG;     // C x K  wrt the cumulative G, before the reverse cumulative sum
+  bool backward;  // the backward's buffers are allocated (and the forward fills its share)
+  // fwd.intra -> fwd.inter (and bwd.bk1)
+  float* MT;         // C x C   M^T, M lower (diagonal included): MT[i][r] = 0 for i > r
+  float* QgT;        // K x C   (Q * exp(G))^T
+  float* WtT;        // K x C   Wt^T
+  float* UtT;        // V x C   Ut^T
+  float* Kdec;       // C x K4  K * exp(G_C - G)
+  float* decay_end;  // 1 x K4  exp(G_C)
+  // fwd.intra -> bwd.bk2 / bwd.bk1 (backward only)
+  float* M;      // C x C
+  float* Qg;     // C x K4
+  float* Wt;     // C x K4
+  float* KdecT;  // K x C
+  float* Tinv;   // C x C   (I + A)^-1, lower
+  float* G;      // C x K   cumulative log-decay from the chunk start
+  // the glue, fwd.inter -> bwd.bk1: the chunk-start state and U (backward only)
+  float* S0T;  // V x K4
+  float* UT;   // V x C
+  // the glue, bwd.bk2 -> bwd.bk1: the dS_end handed back and dU
+  float* dS_endT;  // V x K4
+  float* dU;       // C x V4  zeroed, then accumulated into by bwd.bk2
 };
 
+// This chunk's slab of a buffer (null for a buffer not allocated).
 __host__ __device__ inline float* slab_of(float* buffer, std::size_t slab, int rows, int cols) {
-  return buffer + slab * static_cast<std::size_t>(rows) * cols;
+  return buffer ? buffer + slab * static_cast<std::size_t>(rows) * cols : nullptr;
 }
 
 // Where a block's chunk lies: its (b, h), first token t0, length L, scratch slab.
@@ -105,261 +154,445 @@ __device__ inline ChunkSite chunk_site(const DeviceProblem& p, int num_chunks, i
   return at;
 }
 
-// Element i of token t of a token tensor [B,T,H,width], for (b, h). t >= T
-// only under partial_chunk_reads_past_t: the address then wraps around the
-// buffer, as the cpu twin's `at % buffer.size()` (kernels/cpu/backends.cpp).
-__device__ inline float token(const DeviceProblem& p, const float* x, int width, int b, int h,
-                              int t, int i) {
-  std::size_t at = tok(p.T, p.H, width, b, t, h, i);
+// Where token t's vector of a token tensor [B,T,H,width] starts, for (b, h):
+// its element i is at token_row(...) + i. t >= T only under
+// partial_chunk_reads_past_t: the address then wraps around the buffer, as the
+// cpu twin's `at % buffer.size()` (kernels/cpu/backends.cpp); the buffer is
+// whole vectors, so a vector wraps whole.
+__device__ inline std::size_t token_row(const DeviceProblem& p, int width, int b, int h, int t) {
+  std::size_t at = tok(p.T, p.H, width, b, t, h, 0);
   if (t >= p.T) at %= static_cast<std::size_t>(p.B) * p.T * p.H * width;
-  return x[at];
+  return at;
 }
 
-// dU_ij = scale sum_{r>=i} M_ri dO_rj + sum_k Kdec_ik dS_end_kj for one element
-// (M is lower, so r < i adds nothing); token column v of dO, column ds_col of
-// dS_end (a row stride of ds_stride). BK2 and BK1 both call it.
-__device__ inline float du_element(const DeviceProblem& p, const ChunkSite& at, const float* M,
-                                   const float* Kdec, const float* dS_end, int ds_stride, int i,
-                                   int v, int ds_col) {
-  float through_output = 0.0f;
-  for (int r = i; r < at.L; ++r)
-    through_output += M[r * p.chunk + i] * token(p, p.d_o, p.V, at.b, at.h, at.t0 + r, v);
-  float through_state = 0.0f;
-  for (int k = 0; k < p.K; ++k) through_state += Kdec[i * p.K + k] * dS_end[k * ds_stride + ds_col];
-  return p.scale * through_output + through_state;
+// Element n of an input (q k v g b w) whose elements are of type In (float or
+// __nv_bfloat16), widened to f32.
+__device__ inline float widen(float x) { return x; }
+__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class In>
+__device__ inline float read_input(const void* input, std::size_t n) {
+  return widen(static_cast<const In*>(input)[n]);
+}
+
+// Four consecutive floats, one 16-byte load or store (`at` 16-byte aligned).
+struct Quad {
+  float v[4];
+};
+__device__ inline Quad load_quad(const float* at) {
+  const float4 x = *reinterpret_cast<const float4*>(at);
+  return {{x.x, x.y, x.z, x.w}};
+}
+__device__ inline void store_quad(float* at, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// Asks L2 to fetch the 128-byte lines of [at, at + floats) ahead of their use,
+// the block's threads sharing the lines out. No effect on any result (and none
+// in a host build of the kernels): the sequential kernels fetch their next
+// chunk's operands so, and bwd.bk1 its whole chunk's, so that the loads which
+// follow find L2 rather than wait on device memory.
+__device__ inline void prefetch_l2(const float* at, std::size_t floats) {
+#ifdef __CUDA_ARCH__
+  constexpr int kLine = 32;  // floats per line
+  for (std::size_t i = threadIdx.x * kLine; i < floats; i += blockDim.x * kLine)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at + i));
+#else
+  (void)at, (void)floats;
+#endif
+}
+// The same for the vectors of tokens t0 .. t0 + rows - 1 of a token tensor
+// [B,T,H,width] of element type E (up to T), for (b, h).
+template <class E>
+__device__ inline void prefetch_tokens_l2(const DeviceProblem& p, const void* x, int width, int b,
+                                          int h, int t0, int rows) {
+#ifdef __CUDA_ARCH__
+  constexpr int kLine = 128 / sizeof(E);  // elements per line
+  const int lines = (width + kLine - 1) / kLine;
+  const int last = min(rows, p.T - t0);
+  for (int idx = threadIdx.x; idx < last * lines; idx += blockDim.x) {
+    const E* row = static_cast<const E*>(x) + tok(p.T, p.H, width, b, t0 + idx / lines, h, 0);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + idx % lines * kLine));
+  }
+#else
+  (void)p, (void)x, (void)width, (void)b, (void)h, (void)t0, (void)rows;
+#endif
+}
+
+// The block's items of a product with `quads` quads of rows and `lanes`
+// columns: body(m0, n) for rows m0..m0+3 and column n. Consecutive threads take
+// consecutive n of the same quad (a warp shares its quad when lanes >= 32).
+template <class Body>
+__device__ inline void for_quads(int quads, int lanes, Body body) {
+  for (int idx = threadIdx.x; idx < quads * lanes; idx += blockDim.x)
+    body(4 * (idx / lanes), idx % lanes);
 }
 
 // ---------------------------------------------------------------------------
 // fwd.intra: the chunk's WY representation, everything that does not depend on
-// S0. Block: one chunk of one (b, h). Shared: G, keys (C x K); A, Tinv (C x C).
-// Writes whole C-row slabs, rows >= L as zeros.
-__global__ void __launch_bounds__(ChunkConfig::kThreads)
+// S0. Block: one chunk of one (b, h). Shared: G, keys (C x K at an odd stride);
+// A (C x C), TinvT (C x C at quad_stride). Writes whole slabs: rows past L and
+// the padding past K as zeros.
+template <class In>
+__global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     chunk_intra_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
-  const int C = p.chunk, K = p.K, V = p.V;
+  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K);
+  const int Ks = odd_stride(K), Cs = quad_stride(C);
   const ChunkSite at = chunk_site(p, num_chunks, blockIdx.y, blockIdx.x);
   const int L = at.L;
-  extern __shared__ float shared[];
-  float* G = shared;        // C x K
-  float* keys = G + C * K;  // C x K
-  float* A = keys + C * K;  // C x C
-  float* Tinv = A + C * C;  // C x C
+  const bool backward = scratch.backward;
+  extern __shared__ __align__(16) float shared[];
+  float* G = shared;         // C x Ks
+  float* keys = G + C * Ks;  // C x Ks; Y = B*K*exp(G) in their place once Kdec is formed
+  float* A = keys + C * Ks;  // C x C
+  float* TinvT = A + C * C;  // C x Cs  TinvT[i][r] = Tinv_ri
+  float* MT = slab_of(scratch.MT, at.slab, C, C);
+  float* QgT = slab_of(scratch.QgT, at.slab, K, C);
+  float* WtT = slab_of(scratch.WtT, at.slab, K, C);
+  float* UtT = slab_of(scratch.UtT, at.slab, V, C);
+  float* Kdec = slab_of(scratch.Kdec, at.slab, C, K4);
+  float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
+  // the backward's (null in a forward run; written only when backward)
   float* M = slab_of(scratch.M, at.slab, C, C);
-  float* Ut = slab_of(scratch.Ut, at.slab, C, V);
-  float* Wt = slab_of(scratch.Wt, at.slab, C, K);
-  float* Qg = slab_of(scratch.Qg, at.slab, C, K);
-  float* Kdec = slab_of(scratch.Kdec, at.slab, C, K);
-  float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K);
+  float* Qg = slab_of(scratch.Qg, at.slab, C, K4);
+  float* Wt = slab_of(scratch.Wt, at.slab, C, K4);
+  float* KdecT = slab_of(scratch.KdecT, at.slab, K, C);
+  float* Tinv = slab_of(scratch.Tinv, at.slab, C, C);
   float* G_slab = slab_of(scratch.G, at.slab, C, K);
-  float* Tinv_slab = slab_of(scratch.Tinv, at.slab, C, C);
+  // where row r's token vector starts (rows r < L)
+  auto row = [&](int width, int r) { return token_row(p, width, at.b, at.h, at.t0 + r); };
 
-  // G_r = sum_{i<=r} g_i per channel k, summed in row order by one thread per
-  // channel (sum_{i<r}: exclusive, under cumulative_decay_off_by_one)
+  // q and b (read by A and M) and w and v (by Ut), asked for ahead
+  prefetch_tokens_l2<In>(p, p.q, K, at.b, at.h, at.t0, L);
+  prefetch_tokens_l2<In>(p, p.b, K, at.b, at.h, at.t0, L);
+  prefetch_tokens_l2<In>(p, p.w, V, at.b, at.h, at.t0, L);
+  prefetch_tokens_l2<In>(p, p.v, V, at.b, at.h, at.t0, L);
+  // g and k of the chunk's rows, zero past L
+  for (int idx = threadIdx.x; idx < C * K; idx += blockDim.x) {
+    const int r = idx / K, k = idx % K;
+    G[r * Ks + k] = r < L ? read_input<In>(p.g, row(K, r) + k) : 0.0f;
+    keys[r * Ks + k] = r < L ? read_input<In>(p.k, row(K, r) + k) : 0.0f;
+  }
+  __syncthreads();
+  // G_r = sum_{i<=r} g_i per channel k, in place, summed in row order by one
+  // thread per channel (sum_{i<r}: exclusive, under cumulative_decay_off_by_one)
   for (int k = threadIdx.x; k < K; k += blockDim.x) {
     float running = 0.0f;
-    for (int r = 0; r < C; ++r) {
-      if (r >= L) {
-        G[r * K + k] = 0.0f;
-        continue;
-      }
-      const float g = token(p, p.g, K, at.b, at.h, at.t0 + r, k);
+    for (int r = 0; r < L; ++r) {
+      const float g = G[r * Ks + k];
       if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
-        G[r * K + k] = running;
+        G[r * Ks + k] = running;
         running += g;
       } else {
         running += g;
-        G[r * K + k] = running;
+        G[r * Ks + k] = running;
       }
     }
   }
-  for (int idx = threadIdx.x; idx < L * K; idx += blockDim.x)
-    keys[idx] = token(p, p.k, K, at.b, at.h, at.t0 + idx / K, idx % K);
   __syncthreads();
 
   // A_ri = sum_k b_rk k_rk exp(G_rk - G_ik) k_ik  (i < r; without b under b_dropped_from_a)
   // M_ri = sum_k q_rk exp(G_rk - G_ik) k_ik       (i <= r)
-  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
-    const int r = idx / C, i = idx % C;
-    float a = 0.0f, m = 0.0f;
-    if (i <= r && r < L) {
+  // Item: partner i (the threads read the columns of G and keys, at an odd
+  // stride), rows r0..r0+3 (broadcast; q and b from the tokens).
+  for_quads(C / 4, C, [&](int r0, int i) {
+    float a[4] = {}, m[4] = {};
+    if (r0 < L && i <= r0 + 3) {
+      std::size_t rows[4];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) rows[s] = row(K, min(r0 + s, L - 1));
       for (int k = 0; k < K; ++k) {
-        const float decayed_key = keys[i * K + k] * expf(G[r * K + k] - G[i * K + k]);
-        m += token(p, p.q, K, at.b, at.h, at.t0 + r, k) * decayed_key;
-        const float erase = DP_FAULT(p.faults, b_dropped_from_a)
-                                ? 1.0f
-                                : token(p, p.b, K, at.b, at.h, at.t0 + r, k);
-        a += erase * keys[r * K + k] * decayed_key;
+        const float G_i = G[i * Ks + k], key_i = keys[i * Ks + k];
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          const int r = r0 + s;
+          if (i > r || r >= L) continue;
+          const float decayed_key = key_i * expf(G[r * Ks + k] - G_i);
+          m[s] += read_input<In>(p.q, rows[s] + k) * decayed_key;
+          const float erase =
+              DP_FAULT(p.faults, b_dropped_from_a) ? 1.0f : read_input<In>(p.b, rows[s] + k);
+          a[s] += erase * keys[r * Ks + k] * decayed_key;
+        }
       }
     }
-    A[idx] = i < r ? a : 0.0f;
-    M[idx] = m;
-  }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int r = r0 + s;
+      A[r * C + i] = i < r ? a[s] : 0.0f;
+      if (backward) M[r * C + i] = m[s];
+    }
+    store_quad(MT + i * C + r0, m);
+  });
   __syncthreads();
 
   // Tinv = (I + A)^-1 by forward substitution, one thread per column j:
   //   Tinv_jj = 1,  Tinv_rj = -sum_{j<=i<r} A_ri Tinv_ij  (r > j),  0 above the diagonal.
-  // A thread reads only its own column of Tinv, so the column needs no barrier.
+  // Kept transposed: column j of Tinv is row j of TinvT, this thread's alone,
+  // so it needs no barrier.
   for (int j = threadIdx.x; j < C; j += blockDim.x) {
     for (int r = 0; r < C; ++r) {
       float x = 0.0f;
       if (j < L && r < L) {
         if (r == j) x = 1.0f;
-        for (int i = j; i < r; ++i) x -= A[r * C + i] * Tinv[i * C + j];
+        for (int i = j; i < r; ++i) x -= A[r * C + i] * TinvT[j * Cs + i];
       }
-      Tinv[r * C + j] = x;
-      Tinv_slab[r * C + j] = x;
+      TinvT[j * Cs + r] = x;
+      if (backward) Tinv[r * C + j] = x;
     }
   }
+  // Meanwhile, elementwise with one exp(G) per element: Qg = Q*exp(G),
+  // Kdec = K*exp(G_C - G) with G_C the last row's G (exp(G_C) in place of G_C
+  // under double_exp_chunk_decay, the bug of background/000), and Y = B*K*exp(G)
+  // in place of the keys. Item: channel k (K4 of them: the padding is zeros),
+  // rows r0..r0+3 (zeros past L).
+  for_quads(C / 4, K4, [&](int r0, int k) {
+    float qg[4] = {}, kdec[4] = {};
+    if (k < K) {
+      const float G_end = G[(L - 1) * Ks + k];
+      const float end = DP_FAULT(p.faults, double_exp_chunk_decay) ? expf(G_end) : G_end;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int r = r0 + s;
+        if (r >= L) continue;
+        const std::size_t rk = row(K, r) + k;
+        const float G_rk = G[r * Ks + k], E = expf(G_rk), key = keys[r * Ks + k];
+        qg[s] = read_input<In>(p.q, rk) * E;
+        kdec[s] = key * expf(end - G_rk);
+        keys[r * Ks + k] = read_input<In>(p.b, rk) * key * E;  // Y
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int r = r0 + s;
+      Kdec[r * K4 + k] = kdec[s];
+      if (backward) Qg[r * K4 + k] = qg[s];
+      if (backward && k < K) G_slab[r * K + k] = G[r * Ks + k];
+    }
+    if (k < K) {
+      store_quad(QgT + k * C + r0, qg);
+      if (backward) store_quad(KdecT + k * C + r0, kdec);
+    }
+  });
+  // decay_end = exp(G_C)
+  for (int k = threadIdx.x; k < K4; k += blockDim.x)
+    decay_end[k] = k < K ? expf(G[(L - 1) * Ks + k]) : 0.0f;
   __syncthreads();
 
-  // Ut = Tinv (W*V)
-  for (int idx = threadIdx.x; idx < C * V; idx += blockDim.x) {
-    const int r = idx / V, j = idx % V;
-    float x = 0.0f;
-    if (r < L)
-      for (int i = 0; i <= r; ++i)
-        x += Tinv[r * C + i] * (token(p, p.w, V, at.b, at.h, at.t0 + i, j) *
-                                token(p, p.v, V, at.b, at.h, at.t0 + i, j));
-    Ut[idx] = x;
-  }
-  // Wt = Tinv (B*K*exp G),  Qg = Q*exp(G),  Kdec = K*exp(G_C - G), G_C the last row's G
-  // (exp(G_C) in place of G_C under double_exp_chunk_decay, the bug of background/000)
-  for (int idx = threadIdx.x; idx < C * K; idx += blockDim.x) {
-    const int r = idx / K, k = idx % K;
-    float wt = 0.0f, qg = 0.0f, kdec = 0.0f;
-    if (r < L) {
-      for (int i = 0; i <= r; ++i)
-        wt += Tinv[r * C + i] *
-              (token(p, p.b, K, at.b, at.h, at.t0 + i, k) * keys[i * K + k] * expf(G[i * K + k]));
-      qg = token(p, p.q, K, at.b, at.h, at.t0 + r, k) * expf(G[idx]);
-      const float G_end = G[(L - 1) * K + k];
-      const float end = DP_FAULT(p.faults, double_exp_chunk_decay) ? expf(G_end) : G_end;
-      kdec = keys[idx] * expf(end - G[idx]);
+  // Ut = Tinv (W*V). Item: value column j (threads), rows r0..r0+3 (TinvT
+  // quads). Tinv is lower: the zeros above its diagonal (and past L) add nothing
+  // to the rows of the quad below i.
+  for_quads(C / 4, V, [&](int r0, int j) {
+    float ut[4] = {};
+    const int last = min(r0 + 3, L - 1);
+    for (int i = 0; i <= last; ++i) {
+      const std::size_t ij = row(V, i) + j;
+      const float x = read_input<In>(p.w, ij) * read_input<In>(p.v, ij);
+      const Quad tinv = load_quad(TinvT + i * Cs + r0);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) ut[s] += tinv.v[s] * x;
     }
-    Wt[idx] = wt;
-    Qg[idx] = qg;
-    Kdec[idx] = kdec;
-    G_slab[idx] = G[idx];
-  }
-  // decay_end = exp(G_C)
-  for (int k = threadIdx.x; k < K; k += blockDim.x) decay_end[k] = expf(G[(L - 1) * K + k]);
+    store_quad(UtT + j * C + r0, ut);
+  });
+  // Wt = Tinv Y. Item: channel k (threads), rows r0..r0+3 (TinvT quads).
+  for_quads(C / 4, K4, [&](int r0, int k) {
+    float wt[4] = {};
+    const int last = min(r0 + 3, L - 1);
+    if (k < K)
+      for (int i = 0; i <= last; ++i) {
+        const float y = keys[i * Ks + k];
+        const Quad tinv = load_quad(TinvT + i * Cs + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) wt[s] += tinv.v[s] * y;
+      }
+    if (backward)
+#pragma unroll
+      for (int s = 0; s < 4; ++s) Wt[(r0 + s) * K4 + k] = wt[s];
+    if (k < K) store_quad(WtT + k * C + r0, wt);
+  });
 }
 
 // ---------------------------------------------------------------------------
 // fwd.inter: the sequential carry over chunks, for the state columns
-// [v0, v0 + cols) of one (b, h). Shared: S (K x v_tile), U (C x v_tile).
-// v_tile is V (one tile) under state_transposed with K == V: a transposed
-// state mixes columns.
-__global__ void __launch_bounds__(ChunkConfig::kThreads)
+// [v0, v0 + cols) of one (b, h). Shared: S (K x v_tile at an odd stride),
+// U and Qg S0 (C x v_tile). v_tile is V (one tile) under state_transposed
+// with K == V: a transposed state mixes columns.
+__global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     chunk_inter_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks,
                        int v_tile) {
-  const int C = p.chunk, K = p.K, V = p.V;
+  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), Ss = odd_stride(v_tile);
   const int bh = blockIdx.y, v0 = blockIdx.x * v_tile;
   const int cols = min(v_tile, V - v0);
   const int b = bh / p.H, h = bh % p.H;
   const bool transposed = DP_FAULT(p.faults, state_transposed) && K == V;
-  extern __shared__ float shared[];
-  float* S = shared;          // K x v_tile
-  float* U = S + K * v_tile;  // C x v_tile
+  extern __shared__ __align__(16) float shared[];
+  float* S = shared;              // K x Ss
+  float* U = S + K * Ss;          // C x v_tile
+  float* Qg_S0 = U + C * v_tile;  // C x v_tile  the first term of O, before the scale
 
-  // S = h0
-  for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-    const int k = idx / cols, j = idx % cols;
-    S[k * v_tile + j] = p.h0[st(p.H, K, V, b, h, k, v0 + j)];
-  }
+  auto load_h0 = [&] {
+    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
+      const int k = idx / cols, j = idx % cols;
+      S[k * Ss + j] = p.h0[st(p.H, K, V, b, h, k, v0 + j)];
+    }
+  };
+  // chunk c's operands, asked for a chunk ahead
+  auto prefetch_chunk = [&](int chunk) {
+    const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
+    prefetch_l2(slab_of(scratch.WtT, slab, K, C), K * C);
+    prefetch_l2(slab_of(scratch.QgT, slab, K, C), K * C);
+    prefetch_l2(slab_of(scratch.UtT, slab, V, C) + v0 * C, cols * C);
+    prefetch_l2(slab_of(scratch.MT, slab, C, C), C * C);
+    prefetch_l2(slab_of(scratch.Kdec, slab, C, K4), C * K4);
+    prefetch_l2(slab_of(scratch.decay_end, slab, 1, K4), K4);
+  };
+  prefetch_chunk(0);
+  load_h0();  // S = h0
   __syncthreads();
 
   for (int c = 0; c < num_chunks; ++c) {
     const ChunkSite at = chunk_site(p, num_chunks, bh, c);
     const int L = at.L;
-    const float* M = slab_of(scratch.M, at.slab, C, C);
-    const float* Ut = slab_of(scratch.Ut, at.slab, C, V);
-    const float* Wt = slab_of(scratch.Wt, at.slab, C, K);
-    const float* Qg = slab_of(scratch.Qg, at.slab, C, K);
-    const float* Kdec = slab_of(scratch.Kdec, at.slab, C, K);
-    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K);
-    float* chunk_start = slab_of(scratch.chunk_start, at.slab, K, V);
+    const float* MT = slab_of(scratch.MT, at.slab, C, C);
+    const float* QgT = slab_of(scratch.QgT, at.slab, K, C);
+    const float* WtT = slab_of(scratch.WtT, at.slab, K, C);
+    const float* UtT = slab_of(scratch.UtT, at.slab, V, C);
+    const float* Kdec = slab_of(scratch.Kdec, at.slab, C, K4);
+    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
+    float* S0T = slab_of(scratch.S0T, at.slab, V, K4);
+    float* UT = slab_of(scratch.UT, at.slab, V, C);
+    if (c + 1 < num_chunks) prefetch_chunk(c + 1);
 
     // S0: the carried state (h0 again under state_not_carried; read as S0^T
     // under state_transposed, where the tile is the whole square state)
-    if (c > 0 && DP_FAULT(p.faults, state_not_carried))
-      for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-        const int k = idx / cols, j = idx % cols;
-        S[k * v_tile + j] = p.h0[st(p.H, K, V, b, h, k, v0 + j)];
-      }
-    __syncthreads();
-    if (transposed)
+    if (c > 0 && DP_FAULT(p.faults, state_not_carried)) {
+      load_h0();
+      __syncthreads();
+    }
+    if (transposed) {
       for (int idx = threadIdx.x; idx < K * K; idx += blockDim.x) {
         const int k = idx / K, j = idx % K;
         if (k < j) {  // each pair swapped by one thread
-          const float upper = S[k * v_tile + j];
-          S[k * v_tile + j] = S[j * v_tile + k];
-          S[j * v_tile + k] = upper;
+          const float upper = S[k * Ss + j];
+          S[k * Ss + j] = S[j * Ss + k];
+          S[j * Ss + k] = upper;
         }
       }
+      __syncthreads();
+    }
+    // the glue: every chunk's start state saved for BK1, transposed (threads
+    // along k: coalesced, and S's odd stride reads its column conflict-free)
+    if (scratch.backward)
+      for (int idx = threadIdx.x; idx < cols * K4; idx += blockDim.x) {
+        const int j = idx / K4, k = idx % K4;
+        S0T[(v0 + j) * K4 + k] = k < K ? S[k * Ss + j] : 0.0f;
+      }
+
+    // U = Ut - Wt S0, and Qg S0. Item: state column j (threads), rows r0..r0+3
+    // (WtT, QgT quads). Rows past L come out zero (Ut, Wt are zero there).
+    for_quads(C / 4, cols, [&](int r0, int j) {
+      float wt_s0[4] = {}, qg_s0[4] = {};
+      if (r0 < L)
+#pragma unroll 8
+        for (int k = 0; k < K; ++k) {
+          const float s0 = S[k * Ss + j];
+          const Quad wt = load_quad(WtT + k * C + r0), qg = load_quad(QgT + k * C + r0);
+#pragma unroll
+          for (int s = 0; s < 4; ++s) {
+            wt_s0[s] += wt.v[s] * s0;
+            qg_s0[s] += qg.v[s] * s0;
+          }
+        }
+      const Quad ut = load_quad(UtT + (v0 + j) * C + r0);
+      float u[4];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        u[s] = ut.v[s] - wt_s0[s];
+        U[(r0 + s) * v_tile + j] = u[s];
+        Qg_S0[(r0 + s) * v_tile + j] = qg_s0[s];
+      }
+      if (scratch.backward) store_quad(UT + (v0 + j) * C + r0, u);  // U for BK1
+    });
     __syncthreads();
-    // the glue: every chunk's start state saved for BK1
-    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-      const int k = idx / cols, j = idx % cols;
-      chunk_start[k * V + v0 + j] = S[k * v_tile + j];
-    }
 
-    // U = Ut - Wt S0
-    for (int idx = threadIdx.x; idx < L * cols; idx += blockDim.x) {
-      const int r = idx / cols, j = idx % cols;
-      float wt_s0 = 0.0f;
-      for (int k = 0; k < K; ++k) wt_s0 += Wt[r * K + k] * S[k * v_tile + j];
-      U[r * v_tile + j] = Ut[r * V + v0 + j] - wt_s0;
-    }
-    __syncthreads();
-
-    // O = scale [Qg S0 + M U]  (rows past T, read only under the partial-chunk fault, not written)
-    for (int idx = threadIdx.x; idx < L * cols; idx += blockDim.x) {
-      const int r = idx / cols, j = idx % cols;
-      if (at.t0 + r >= p.T) continue;
-      float from_state = 0.0f;
-      for (int k = 0; k < K; ++k) from_state += Qg[r * K + k] * S[k * v_tile + j];
-      float from_chunk = 0.0f;
-      for (int i = 0; i <= r; ++i) from_chunk += M[r * C + i] * U[i * v_tile + j];
-      p.o[tok(p.T, p.H, V, b, at.t0 + r, h, v0 + j)] = p.scale * (from_state + from_chunk);
-    }
-    __syncthreads();  // O read all of S; S_end overwrites it
-
-    // S_end = Diag(exp G_C) S0 + Kdec^T U
-    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-      const int k = idx / cols, j = idx % cols;
-      float kdec_u = 0.0f;
-      for (int i = 0; i < L; ++i) kdec_u += Kdec[i * K + k] * U[i * v_tile + j];
-      S[k * v_tile + j] = decay_end[k] * S[k * v_tile + j] + kdec_u;
-    }
+    // O = scale [Qg S0 + M U]. Item: column j, rows r0..r0+3 (MT quads; M is
+    // lower: its zeros add nothing to the rows of the quad below i). Rows past
+    // T, read only under the partial-chunk fault, are not written.
+    for_quads(C / 4, cols, [&](int r0, int j) {
+      if (r0 >= L) return;
+      const int last = min(r0 + 3, L - 1);
+      float m_u[4] = {};
+#pragma unroll 8
+      for (int i = 0; i <= last; ++i) {
+        const float u = U[i * v_tile + j];
+        const Quad m = load_quad(MT + i * C + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) m_u[s] += m.v[s] * u;
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int r = r0 + s;
+        if (r <= last && at.t0 + r < p.T)
+          p.o[tok(p.T, p.H, V, b, at.t0 + r, h, v0 + j)] =
+              p.scale * (Qg_S0[r * v_tile + j] + m_u[s]);
+      }
+    });
+    // S_end = Diag(exp G_C) S0 + Kdec^T U, in place of S0 (the item's own
+    // elements; O above no longer reads S). Item: column j, state rows
+    // k0..k0+3 (Kdec quads).
+    for_quads(K4 / 4, cols, [&](int k0, int j) {
+      float kdec_u[4] = {};
+#pragma unroll 8
+      for (int i = 0; i < L; ++i) {
+        const float u = U[i * v_tile + j];
+        const Quad kdec = load_quad(Kdec + i * K4 + k0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) kdec_u[s] += kdec.v[s] * u;
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int k = k0 + s;
+        if (k < K) S[k * Ss + j] = decay_end[k] * S[k * Ss + j] + kdec_u[s];
+      }
+    });
     __syncthreads();
   }
 
   // ht: the last chunk's S_end
   for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
     const int k = idx / cols, j = idx % cols;
-    p.ht[st(p.H, K, V, b, h, k, v0 + j)] = S[k * v_tile + j];
+    p.ht[st(p.H, K, V, b, h, k, v0 + j)] = S[k * Ss + j];
   }
 }
 
 // ---------------------------------------------------------------------------
 // bwd.bk2 and the glue: the reverse recurrence for dS over chunks, for the
-// state columns [v0, v0 + cols) of one (b, h). Shared: dS (K x v_tile), holding
-// dS_end of the chunk and then its dS0; dU (C x v_tile).
-__global__ void __launch_bounds__(ChunkConfig::kThreads)
+// state columns [v0, v0 + cols) of one (b, h). Shared: dS (K x v_tile at an odd
+// stride), holding dS_end of the chunk and then its dS0; dU (C x v_tile).
+__global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     bk2_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks, int v_tile) {
-  const int C = p.chunk, K = p.K, V = p.V;
+  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
+  const int Ss = odd_stride(v_tile);
   const int bh = blockIdx.y, v0 = blockIdx.x * v_tile;
   const int cols = min(v_tile, V - v0);
   const int b = bh / p.H, h = bh % p.H;
-  extern __shared__ float shared[];
-  float* dS = shared;           // K x v_tile
-  float* dU = dS + K * v_tile;  // C x v_tile
+  extern __shared__ __align__(16) float shared[];
+  float* dS = shared;       // K x Ss
+  float* dU = dS + K * Ss;  // C x v_tile
 
+  // chunk c's operands, asked for a chunk ahead
+  auto prefetch_chunk = [&](int chunk) {
+    const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
+    prefetch_l2(slab_of(scratch.M, slab, C, C), C * C);
+    prefetch_l2(slab_of(scratch.KdecT, slab, K, C), K * C);
+    prefetch_l2(slab_of(scratch.Qg, slab, C, K4), C * K4);
+    prefetch_l2(slab_of(scratch.Wt, slab, C, K4), C * K4);
+    prefetch_l2(slab_of(scratch.decay_end, slab, 1, K4), K4);
+    prefetch_tokens_l2<float>(p, p.d_o, V, b, h, chunk * C, C);
+  };
+  prefetch_chunk(num_chunks - 1);
   // the last chunk's dS_end = dht (zero under dht_ignored)
   for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
     const int k = idx / cols, j = idx % cols;
-    dS[k * v_tile + j] =
-        DP_FAULT(p.faults, dht_ignored) ? 0.0f : p.dht[st(p.H, K, V, b, h, k, v0 + j)];
+    dS[k * Ss + j] = DP_FAULT(p.faults, dht_ignored) ? 0.0f : p.dht[st(p.H, K, V, b, h, k, v0 + j)];
   }
   __syncthreads();
 
@@ -367,240 +600,373 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads)
     const ChunkSite at = chunk_site(p, num_chunks, bh, c);
     const int L = at.L;
     const float* M = slab_of(scratch.M, at.slab, C, C);
-    const float* Wt = slab_of(scratch.Wt, at.slab, C, K);
-    const float* Qg = slab_of(scratch.Qg, at.slab, C, K);
-    const float* Kdec = slab_of(scratch.Kdec, at.slab, C, K);
-    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K);
-    float* dS_end = slab_of(scratch.dS_end, at.slab, K, V);
+    const float* KdecT = slab_of(scratch.KdecT, at.slab, K, C);
+    const float* Qg = slab_of(scratch.Qg, at.slab, C, K4);
+    const float* Wt = slab_of(scratch.Wt, at.slab, C, K4);
+    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
+    float* dS_endT = slab_of(scratch.dS_endT, at.slab, V, K4);
+    float* du_scratch = slab_of(scratch.dU, at.slab, C, V4);
+    if (c > 0) prefetch_chunk(c - 1);
+    // dO_rj of this tile's column j
+    auto dO = [&](int r, int j) { return p.d_o[token_row(p, V, b, h, at.t0 + r) + v0 + j]; };
 
-    // the glue: dS_end of every chunk saved for BK1
-    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-      const int k = idx / cols, j = idx % cols;
-      dS_end[k * V + v0 + j] = dS[k * v_tile + j];
+    // the glue: dS_end of every chunk saved for BK1, transposed
+    for (int idx = threadIdx.x; idx < cols * K4; idx += blockDim.x) {
+      const int j = idx / K4, k = idx % K4;
+      dS_endT[(v0 + j) * K4 + k] = k < K ? dS[k * Ss + j] : 0.0f;
     }
 
-    // dU = scale M^T dO + Kdec dS_end
-    for (int idx = threadIdx.x; idx < L * cols; idx += blockDim.x) {
-      const int i = idx / cols, j = idx % cols;
-      dU[i * v_tile + j] = du_element(p, at, M, Kdec, dS, v_tile, i, v0 + j, j);
-    }
+    // dU_ij = scale sum_{r>=i} M_ri dO_rj + sum_k Kdec_ik dS_end_kj. Item:
+    // column j, rows i0..i0+3 (M row and KdecT quads; M is lower: for the rows
+    // of the quad above r its zeros add nothing). Rows past L are not needed.
+    for_quads(C / 4, cols, [&](int i0, int j) {
+      if (i0 >= L) return;
+      float through_output[4] = {}, through_state[4] = {};
+#pragma unroll 8
+      for (int r = i0; r < L; ++r) {
+        const float d_o = dO(r, j);
+        const Quad m = load_quad(M + r * C + i0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) through_output[s] += m.v[s] * d_o;
+      }
+#pragma unroll 8
+      for (int k = 0; k < K; ++k) {
+        const float ds = dS[k * Ss + j];
+        const Quad kdec = load_quad(KdecT + k * C + i0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) through_state[s] += kdec.v[s] * ds;
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        if (i0 + s < L) dU[(i0 + s) * v_tile + j] = p.scale * through_output[s] + through_state[s];
+    });
     // every thread reads all of dU's column below (and overwrites dS, which dU
     // read): the barrier the missing_barrier_bk2 fault leaves out
     if (!DP_FAULT(p.faults, missing_barrier_bk2)) __syncthreads();
 
     // dS0 = scale Qg^T dO + Diag(exp G_C) dS_end - Wt^T dU. The Wt^T dU term is
     // summed first and from the last row up: the rows of dU written last are
-    // read first, so a missing barrier shows in the numbers.
-    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-      const int k = idx / cols, j = idx % cols;
-      float wt_du = 0.0f;
-      for (int i = L - 1; i >= 0; --i) wt_du += Wt[i * K + k] * dU[i * v_tile + j];
-      float qg_do = 0.0f;
-      for (int r = 0; r < L; ++r)
-        qg_do += Qg[r * K + k] * token(p, p.d_o, V, b, h, at.t0 + r, v0 + j);
-      const float dS0 = p.scale * qg_do + decay_end[k] * dS[k * v_tile + j] - wt_du;
-      // the glue: dS0 is the previous chunk's dS_end (zero under
-      // ds_not_handed_back); the first chunk's is dh0 (unwritten under dh0_not_written)
-      dS[k * v_tile + j] = DP_FAULT(p.faults, ds_not_handed_back) ? 0.0f : dS0;
-      if (c == 0 && !DP_FAULT(p.faults, dh0_not_written))
-        p.dh0[st(p.H, K, V, b, h, k, v0 + j)] = dS0;
+    // read first, so a missing barrier shows in the numbers. Item: column j,
+    // state rows k0..k0+3 (Wt, Qg quads).
+    for_quads(K4 / 4, cols, [&](int k0, int j) {
+      float wt_du[4] = {}, qg_do[4] = {};
+#pragma unroll 8
+      for (int i = L - 1; i >= 0; --i) {
+        const float du = dU[i * v_tile + j];
+        const Quad wt = load_quad(Wt + i * K4 + k0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) wt_du[s] += wt.v[s] * du;
+      }
+#pragma unroll 8
+      for (int r = 0; r < L; ++r) {
+        const float d_o = dO(r, j);
+        const Quad qg = load_quad(Qg + r * K4 + k0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) qg_do[s] += qg.v[s] * d_o;
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int k = k0 + s;
+        if (k >= K) continue;
+        const float dS0 = p.scale * qg_do[s] + decay_end[k] * dS[k * Ss + j] - wt_du[s];
+        // the glue: dS0 is the previous chunk's dS_end (zero under
+        // ds_not_handed_back); the first chunk's is dh0 (unwritten under dh0_not_written)
+        dS[k * Ss + j] = DP_FAULT(p.faults, ds_not_handed_back) ? 0.0f : dS0;
+        if (c == 0 && !DP_FAULT(p.faults, dh0_not_written))
+          p.dh0[st(p.H, K, V, b, h, k, v0 + j)] = dS0;
+      }
+    });
+    // the glue: dU handed to BK1, this tile's columns added into the scratch
+    // (zeroed before this kernel; never under global_scratch_read_before_write)
+    for (int idx = threadIdx.x; idx < L * cols; idx += blockDim.x) {
+      const int i = idx / cols, j = idx % cols;
+      du_scratch[i * V4 + v0 + j] += dU[i * v_tile + j];
     }
     __syncthreads();
   }
 }
 
 // ---------------------------------------------------------------------------
-// bwd.bk1: the intra-chunk adjoint of one chunk of one (b, h), given its S0
-// (chunk_start) and dS_end, as bk1_chunk_adjoint in kernels/cpu/chunk.cpp.
-// Shared: G, U (C x K, C x V); Tinv, dM, dA (C x C). Global scratch slabs: dU,
-// dX, dY, dKdec, dG. Writes dq dk dv dg db dw.
-__global__ void __launch_bounds__(ChunkConfig::kThreads)
+// bwd.bk1: the intra-chunk adjoint of one chunk of one (b, h), given its S0,
+// U and dS_end (from fwd.inter and bwd.bk2) and dU (bwd.bk2), as
+// bk1_chunk_adjoint in kernels/cpu/chunk.cpp. Shared: dO^T, dX^T, dY^T
+// (C columns at quad_stride); dM, dA (C x C); dQg, then dG, and dKdec (C x K);
+// d_decay_end (K). Writes dq dk dv dg db dw.
+template <class In>
+__global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     bk1_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
-  const int C = p.chunk, K = p.K, V = p.V;
+  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
+  const int Cs = quad_stride(C);
   const int c = blockIdx.x, bh = blockIdx.y;
   const ChunkSite at = chunk_site(p, num_chunks, bh, c);
   const int L = at.L, b = at.b, h = at.h, t0 = at.t0;
-  extern __shared__ float shared[];
-  float* G = shared;         // C x K
-  float* U = G + C * K;      // C x V
-  float* Tinv = U + C * V;   // C x C
-  float* dM = Tinv + C * C;  // C x C
-  float* dA = dM + C * C;    // C x C
-  const float* Ut = slab_of(scratch.Ut, at.slab, C, V);
-  const float* Wt = slab_of(scratch.Wt, at.slab, C, K);
-  const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K);
-  const float* S0 = slab_of(scratch.chunk_start, at.slab, K, V);
-  const float* dS_end = slab_of(scratch.dS_end, at.slab, K, V);
-  float* du_scratch = slab_of(scratch.dU, at.slab, C, V);
-  float* dX = slab_of(scratch.dX, at.slab, C, V);
-  float* dY = slab_of(scratch.dY, at.slab, C, K);
-  float* dKdec = slab_of(scratch.dKdec, at.slab, C, K);
-  float* dG = slab_of(scratch.dG, at.slab, C, K);
-  auto q = [&](int r, int k) { return token(p, p.q, K, b, h, t0 + r, k); };
-  auto key = [&](int r, int k) { return token(p, p.k, K, b, h, t0 + r, k); };
-  auto beta = [&](int r, int k) { return token(p, p.b, K, b, h, t0 + r, k); };
-  auto dO = [&](int r, int j) { return token(p, p.d_o, V, b, h, t0 + r, j); };
+  extern __shared__ __align__(16) float shared[];
+  float* dOT = shared;                 // V x Cs
+  float* dXT = dOT + V * Cs;           // V x Cs
+  float* dYT = dXT + V * Cs;           // K x Cs
+  float* dM = dYT + K * Cs;            // C x C
+  float* dA = dM + C * C;              // C x C
+  float* dQg = dA + C * C;             // C x K
+  float* dG = dQg;                     // C x K  wrt the cumulative G, in dQg's place
+  float* dKdec = dQg + C * K;          // C x K
+  float* d_decay_end = dKdec + C * K;  // K
+  const float* Tinv = slab_of(scratch.Tinv, at.slab, C, C);
+  const float* G = slab_of(scratch.G, at.slab, C, K);
+  const float* UtT = slab_of(scratch.UtT, at.slab, V, C);
+  const float* WtT = slab_of(scratch.WtT, at.slab, K, C);
+  const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
+  const float* S0T = slab_of(scratch.S0T, at.slab, V, K4);
+  const float* UT = slab_of(scratch.UT, at.slab, V, C);
+  const float* dS_endT = slab_of(scratch.dS_endT, at.slab, V, K4);
+  // where row r's token vector starts
+  auto row = [&](int width, int r) { return token_row(p, width, b, h, t0 + r); };
+  // dU_rj as BK2 added it into the zeroed scratch (under
+  // global_scratch_read_before_write it was never zeroed). Under
+  // scratch_read_before_write the scratch is not cleared between chunks, as the
+  // cpu twin's sequential loop over chunks: chunk c holds the sum of dU over
+  // chunks 0..c (a partial last chunk, of another size, starts afresh).
+  const int first = DP_FAULT(p.faults, scratch_read_before_write) && L == C ? 0 : c;
+  auto dU = [&](int r, int j) {
+    float du = 0.0f;
+    for (int cc = first; cc <= c; ++cc)
+      du += slab_of(scratch.dU, static_cast<std::size_t>(bh) * num_chunks + cc, C, V4)[r * V4 + j];
+    return du;
+  };
 
-  for (int idx = threadIdx.x; idx < L * K; idx += blockDim.x)
-    G[idx] = slab_of(scratch.G, at.slab, C, K)[idx];
-  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x)
-    Tinv[idx] = slab_of(scratch.Tinv, at.slab, C, C)[idx];
-
-  // U = Ut - Wt S0
-  for (int idx = threadIdx.x; idx < L * V; idx += blockDim.x) {
+  // everything the chunk reads from global memory, asked for ahead
+  prefetch_l2(Tinv, C * C);
+  prefetch_l2(slab_of(scratch.dU, at.slab, C, V4), C * V4);
+  prefetch_l2(UT, V * C);
+  prefetch_l2(S0T, V * K4);
+  prefetch_l2(dS_endT, V * K4);
+  prefetch_l2(UtT, V * C);
+  prefetch_l2(WtT, K * C);
+  prefetch_l2(G, C * K);
+  prefetch_l2(decay_end, K4);
+  prefetch_tokens_l2<In>(p, p.q, K, b, h, t0, L);
+  prefetch_tokens_l2<In>(p, p.k, K, b, h, t0, L);
+  prefetch_tokens_l2<In>(p, p.b, K, b, h, t0, L);
+  prefetch_tokens_l2<In>(p, p.v, V, b, h, t0, L);
+  prefetch_tokens_l2<In>(p, p.w, V, b, h, t0, L);
+  // dO of the chunk, transposed (zero past L), read along its rows
+  for (int idx = threadIdx.x; idx < C * V; idx += blockDim.x) {
     const int r = idx / V, j = idx % V;
-    float wt_s0 = 0.0f;
-    for (int k = 0; k < K; ++k) wt_s0 += Wt[r * K + k] * S0[k * V + j];
-    U[idx] = Ut[idx] - wt_s0;
+    dOT[j * Cs + r] = r < L ? p.d_o[row(V, r) + j] : 0.0f;
   }
-  // dU = scale M^T dO + Kdec dS_end, accumulated into the zeroed scratch (under
-  // global_scratch_read_before_write it was never zeroed: the NaN fill shows).
-  // Under scratch_read_before_write the scratch is not cleared between chunks,
-  // as the cpu twin's sequential loop over chunks: chunk c holds the sum of dU
-  // over chunks 0..c (a partial last chunk, of another size, starts afresh).
-  {
-    const int first = DP_FAULT(p.faults, scratch_read_before_write) && L == C ? 0 : c;
-    for (int idx = threadIdx.x; idx < L * V; idx += blockDim.x) {
-      const int i = idx / V, j = idx % V;
-      float du = 0.0f;
-      for (int cc = first; cc <= c; ++cc) {
-        const ChunkSite before = chunk_site(p, num_chunks, bh, cc);
-        du += du_element(p, before, slab_of(scratch.M, before.slab, C, C),
-                         slab_of(scratch.Kdec, before.slab, C, K),
-                         slab_of(scratch.dS_end, before.slab, K, V), V, i, j, j);
-      }
-      du_scratch[idx] += du;
-    }
-  }
-  __syncthreads();
-
-  // O = scale [Qg S0 + M U]:  dM = scale dO U^T (lower, diagonal included)
-  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
-    const int r = idx / C, i = idx % C;
-    float dm = 0.0f;
-    if (i <= r && r < L) {
-      for (int j = 0; j < V; ++j) dm += dO(r, j) * U[i * V + j];
-      dm *= p.scale;
-    }
-    dM[idx] = dm;
-  }
-  // U = Ut - Wt S0, Ut = Tinv X:  dX = Tinv^T dU
-  for (int idx = threadIdx.x; idx < L * V; idx += blockDim.x) {
-    const int i = idx / V, j = idx % V;
-    float dx = 0.0f;
-    for (int r = i; r < L; ++r) dx += Tinv[r * C + i] * du_scratch[r * V + j];
-    dX[idx] = dx;
-  }
-  // S_end = Diag(exp G_C) S0 + Kdec^T U:  dKdec = U dS_end^T
-  for (int idx = threadIdx.x; idx < L * K; idx += blockDim.x) {
-    const int i = idx / K, k = idx % K;
-    float dkdec = 0.0f;
-    for (int j = 0; j < V; ++j) dkdec += U[i * V + j] * dS_end[k * V + j];
-    dKdec[idx] = dkdec;
-  }
-  __syncthreads();
-
-  // Wt = Tinv Y:  dY = -Tinv^T dU S0^T, formed as -dX S0^T (dX = Tinv^T dU)
-  for (int idx = threadIdx.x; idx < L * K; idx += blockDim.x) {
-    const int i = idx / K, k = idx % K;
-    float dx_s0 = 0.0f;
-    for (int j = 0; j < V; ++j) dx_s0 += dX[i * V + j] * S0[k * V + j];
-    dY[idx] = -dx_s0;
-  }
+  // U = Ut - Wt S0, Ut = Tinv X:  dX = Tinv^T dU, dX_ij = sum_{r>=i} Tinv_ri dU_rj.
+  // Item: column j (threads), rows i0..i0+3 (Tinv row quads; Tinv is lower: for
+  // the rows of the quad above r its zeros add nothing). Kept transposed.
   // X = W*V:  dW = dX*V,  dV = dX*W
-  for (int idx = threadIdx.x; idx < L * V; idx += blockDim.x) {
-    const int r = idx / V, j = idx % V;
-    if (t0 + r >= p.T) continue;
-    const std::size_t out = tok(p.T, p.H, V, b, t0 + r, h, j);
-    p.dw[out] = dX[idx] * token(p, p.v, V, b, h, t0 + r, j);
-    p.dv[out] = dX[idx] * token(p, p.w, V, b, h, t0 + r, j);
-  }
-  __syncthreads();
-
-  // Tinv = (I + A)^-1:  dA = -(dX Ut^T + dY Wt^T), strictly lower
-  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
-    const int r = idx / C, i = idx % C;
-    float da = 0.0f;
-    if (i < r && r < L) {
-      float dx_ut = 0.0f;
-      for (int j = 0; j < V; ++j) dx_ut += dX[r * V + j] * Ut[i * V + j];
-      float dy_wt = 0.0f;
-      for (int k = 0; k < K; ++k) dy_wt += dY[r * K + k] * Wt[i * K + k];
-      da = -(dx_ut + dy_wt);
+  for_quads(C / 4, V, [&](int i0, int j) {
+    float dx[4] = {};
+#pragma unroll 8
+    for (int r = i0; r < L; ++r) {
+      const float du = dU(r, j);
+      const Quad tinv = load_quad(Tinv + r * C + i0);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) dx[s] += tinv.v[s] * du;
     }
-    dA[idx] = da;
+    store_quad(dXT + j * Cs + i0, dx);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int i = i0 + s;
+      if (i >= L || t0 + i >= p.T) continue;
+      const std::size_t out = tok(p.T, p.H, V, b, t0 + i, h, j);
+      p.dw[out] = dx[s] * read_input<In>(p.v, out);
+      p.dv[out] = dx[s] * read_input<In>(p.w, out);
+    }
+  });
+  // S_end = Diag(exp G_C) S0 + Kdec^T U:  dKdec = U dS_end^T. Item: channel k
+  // (threads), rows i0..i0+3 (U^T quads).
+  for_quads(C / 4, K, [&](int i0, int k) {
+    float dkdec[4] = {};
+    if (i0 < L)
+#pragma unroll 8
+      for (int j = 0; j < V; ++j) {
+        const float ds = dS_endT[j * K4 + k];
+        const Quad u = load_quad(UT + j * C + i0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) dkdec[s] += u.v[s] * ds;
+      }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) dKdec[(i0 + s) * K + k] = dkdec[s];
+  });
+  // decay_end = exp(G_C):  d_decay_end = rowsum(dS_end * S0)
+  for (int k = threadIdx.x; k < K; k += blockDim.x) {
+    float sum = 0.0f;
+    for (int j = 0; j < V; ++j) sum += dS_endT[j * K4 + k] * S0T[j * K4 + k];
+    d_decay_end[k] = sum;
   }
   __syncthreads();
 
-  // One thread per element (j, k): dQ, dK, dB and dG (wrt the cumulative G).
-  for (int idx = threadIdx.x; idx < L * K; idx += blockDim.x) {
-    const int j = idx / K, k = idx % K;
-    const float q_j = q(j, k), key_j = key(j, k), beta_j = beta(j, k);
-    const float G_j = G[idx], E_j = expf(G_j);
-    // Qg = Q*E, O = scale [Qg S0 + ...]:  dQg = scale dO S0^T
-    float dqg = 0.0f;
-    for (int v = 0; v < V; ++v) dqg += dO(j, v) * S0[k * V + v];
-    dqg *= p.scale;
-    // Y = B*K*E
-    float dB = dY[idx] * key_j * E_j;
-    float dK = dY[idx] * beta_j * E_j;
-    float dE = dY[idx] * beta_j * key_j;
-    // Qg = Q*E
-    float dQ = dqg * E_j;
-    dE += dqg * q_j;
-    float dG_j = dE * E_j;
+  // O = scale [Qg S0 + M U]:  dM = scale dO U^T (lower, diagonal included).
+  // Item: partner i (threads, U^T), rows r0..r0+3 (dO^T quads).
+  for_quads(C / 4, C, [&](int r0, int i) {
+    float dm[4] = {};
+    if (r0 < L && i <= r0 + 3)
+#pragma unroll 8
+      for (int j = 0; j < V; ++j) {
+        const float u = UT[j * C + i];
+        const Quad d_o = load_quad(dOT + j * Cs + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) dm[s] += d_o.v[s] * u;
+      }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int r = r0 + s;
+      dM[r * C + i] = i <= r && r < L ? dm[s] * p.scale : 0.0f;
+    }
+  });
+  // Qg = Q*E, O = scale [Qg S0 + ...]:  dQg = scale dO S0^T.
+  // Wt = Tinv Y:  dY = -Tinv^T dU S0^T, formed as -dX S0^T (dX = Tinv^T dU), kept transposed.
+  // Item: channel k (threads, S0^T), rows r0..r0+3 (dO^T and dX^T quads).
+  for_quads(C / 4, K, [&](int r0, int k) {
+    float dqg[4] = {}, dx_s0[4] = {};
+    if (r0 < L)
+#pragma unroll 8
+      for (int j = 0; j < V; ++j) {
+        const float s0 = S0T[j * K4 + k];
+        const Quad d_o = load_quad(dOT + j * Cs + r0), dx = load_quad(dXT + j * Cs + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          dqg[s] += d_o.v[s] * s0;
+          dx_s0[s] += dx.v[s] * s0;
+        }
+      }
+    float dy[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      dQg[(r0 + s) * K + k] = dqg[s] * p.scale;
+      dy[s] = -dx_s0[s];
+    }
+    store_quad(dYT + k * Cs + r0, dy);
+  });
+  __syncthreads();
+
+  // Tinv = (I + A)^-1:  dA = -(dX Ut^T + dY Wt^T), strictly lower.
+  // Item: partner i (threads, Ut^T and Wt^T), rows r0..r0+3 (dX^T and dY^T quads).
+  for_quads(C / 4, C, [&](int r0, int i) {
+    float dx_ut[4] = {}, dy_wt[4] = {};
+    if (r0 < L && i < r0 + 3) {
+#pragma unroll 8
+      for (int j = 0; j < V; ++j) {
+        const float ut = UtT[j * C + i];
+        const Quad dx = load_quad(dXT + j * Cs + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) dx_ut[s] += dx.v[s] * ut;
+      }
+#pragma unroll 8
+      for (int k = 0; k < K; ++k) {
+        const float wt = WtT[k * C + i];
+        const Quad dy = load_quad(dYT + k * Cs + r0);
+#pragma unroll
+        for (int s = 0; s < 4; ++s) dy_wt[s] += dy.v[s] * wt;
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int r = r0 + s;
+      dA[r * C + i] = i < r && r < L ? -(dx_ut[s] + dy_wt[s]) : 0.0f;
+    }
+  });
+  __syncthreads();
+
+  // One item per channel k (threads) and rows j0..j0+3: dQ, dK, dB and dG
+  // (wrt the cumulative G) of the elements (j, k).
+  for_quads(C / 4, K, [&](int j0, int k) {
+    if (j0 >= L) return;
+    const int last = min(j0 + 3, L - 1);
+    const Quad dY = load_quad(dYT + k * Cs + j0);
+    float q_j[4] = {}, key_j[4] = {}, beta_j[4] = {}, G_j[4] = {};
+    float dQ[4] = {}, dK[4] = {}, dB[4] = {}, dG_j[4] = {};
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int j = j0 + s;
+      if (j > last) continue;
+      const std::size_t jk = row(K, j) + k;
+      q_j[s] = read_input<In>(p.q, jk);
+      key_j[s] = read_input<In>(p.k, jk);
+      beta_j[s] = read_input<In>(p.b, jk);
+      G_j[s] = G[j * K + k];
+      const float E_j = expf(G_j[s]), dqg = dQg[j * K + k];
+      // Y = B*K*E
+      dB[s] = dY.v[s] * key_j[s] * E_j;
+      dK[s] = dY.v[s] * beta_j[s] * E_j;
+      float dE = dY.v[s] * beta_j[s] * key_j[s];
+      // Qg = Q*E
+      dQ[s] = dqg * E_j;
+      dE += dqg * q_j[s];
+      dG_j[s] = dE * E_j;
+    }
 
     // M_ri and A_ri through their pairwise decays exp(G_r - G_i). As the row
     // (r = j), partners i <= j; the diagonal's decay is 1 and adds nothing to dG.
-    for (int i = 0; i <= j; ++i) {
-      const float decay = expf(G_j - G[i * K + k]);
-      const float key_i = key(i, k);
-      const float m = dM[j * C + i] * decay;
-      dQ += m * key_i;
-      if (i < j) {
-        const float a = dA[j * C + i] * decay;
-        dB += a * key_j * key_i;
-        dK += a * beta_j * key_i;
-        dG_j += m * q_j * key_i + a * beta_j * key_j * key_i;  // + through_g
+    for (int i = 0; i <= last; ++i) {
+      const std::size_t ik = row(K, i) + k;
+      const float G_i = G[i * K + k], key_i = read_input<In>(p.k, ik);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int j = j0 + s;
+        if (j > last || i > j) continue;
+        const float decay = expf(G_j[s] - G_i);
+        const float m = dM[j * C + i] * decay;
+        dQ[s] += m * key_i;
+        if (i < j) {
+          const float a = dA[j * C + i] * decay;
+          dB[s] += a * key_j[s] * key_i;
+          dK[s] += a * beta_j[s] * key_i;
+          dG_j[s] += m * q_j[s] * key_i + a * beta_j[s] * key_j[s] * key_i;  // + through_g
+        }
       }
     }
     // As the column (i = j), partners r >= j.
-    for (int r = j; r < L; ++r) {
-      const float decay = expf(G[r * K + k] - G_j);
-      const float q_r = q(r, k);
-      const float m = dM[r * C + j] * decay;
-      dK += m * q_r;
-      if (r > j) {
-        const float beta_r = beta(r, k), key_r = key(r, k);
-        const float a = dA[r * C + j] * decay;
-        dK += a * beta_r * key_r;
-        dG_j -= m * q_r * key_j + a * beta_r * key_r * key_j;  // - through_g
+    for (int r = j0; r < L; ++r) {
+      const std::size_t rk = row(K, r) + k;
+      const float G_r = G[r * K + k], q_r = read_input<In>(p.q, rk);
+      const float beta_r = read_input<In>(p.b, rk), key_r = read_input<In>(p.k, rk);
+      const Quad dM_r = load_quad(dM + r * C + j0), dA_r = load_quad(dA + r * C + j0);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int j = j0 + s;
+        if (j > last || r < j) continue;
+        const float decay = expf(G_r - G_j[s]);
+        const float m = dM_r.v[s] * decay;
+        dK[s] += m * q_r;
+        if (r > j) {
+          const float a = dA_r.v[s] * decay;
+          dK[s] += a * beta_r * key_r;
+          dG_j[s] -= m * q_r * key_j[s] + a * beta_r * key_r * key_j[s];  // - through_g
+        }
       }
     }
     // Kdec = K * exp(G_C - G): through K, and through G (- at row j, + at the
     // last row, which collects every other row's term; its own cancels)
     const float G_end = G[(L - 1) * K + k];
-    {
-      const float decay = expf(G_end - G_j);
-      dK += dKdec[idx] * decay;
-      if (j < L - 1) dG_j -= dKdec[idx] * key_j * decay;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int j = j0 + s;
+      if (j > last) continue;
+      {
+        const float decay = expf(G_end - G_j[s]);
+        dK[s] += dKdec[j * K + k] * decay;
+        if (j < L - 1) dG_j[s] -= dKdec[j * K + k] * key_j[s] * decay;
+      }
+      if (j == L - 1) {
+        for (int i = 0; i < L - 1; ++i)
+          dG_j[s] +=
+              dKdec[i * K + k] * read_input<In>(p.k, row(K, i) + k) * expf(G_end - G[i * K + k]);
+        // decay_end = exp(G_C)
+        dG_j[s] += d_decay_end[k] * decay_end[k];
+      }
+      dG[j * K + k] = dG_j[s];  // over dQg_jk, read above by this thread alone
+      if (t0 + j < p.T) {
+        const std::size_t out = tok(p.T, p.H, K, b, t0 + j, h, k);
+        p.dq[out] = dQ[s];
+        p.dk[out] = dK[s];
+        p.db[out] = dB[s];
+      }
     }
-    if (j == L - 1) {
-      for (int i = 0; i < L - 1; ++i)
-        dG_j += dKdec[i * K + k] * key(i, k) * expf(G_end - G[i * K + k]);
-      // decay_end = exp(G_C):  d_decay_end = rowsum(dS_end * S0)
-      float d_decay_end = 0.0f;
-      for (int v = 0; v < V; ++v) d_decay_end += dS_end[k * V + v] * S0[k * V + v];
-      dG_j += d_decay_end * decay_end[k];
-    }
-    dG[idx] = dG_j;
-    if (t0 + j < p.T) {
-      const std::size_t out = tok(p.T, p.H, K, b, t0 + j, h, k);
-      p.dq[out] = dQ;
-      p.dk[out] = dK;
-      p.db[out] = dB;
-    }
-  }
+  });
   __syncthreads();
 
   // G_r = sum_{i<=r} g_i: dg is the reverse cumulative sum of dG, one thread
@@ -636,49 +1002,38 @@ void check_supported(const DeviceProblem& p, bool backward) {
     fail("a cotangent or gradient pointer is null");
 }
 
-// Scratch buffers, one slab per (b, h, chunk), filled with NaN on allocation.
-// The backward's are allocated only for a backward run.
-struct ScratchBuffers {
-  ScratchBuffers(const DeviceProblem& p, std::size_t slabs, bool backward)
-      : slabs_(slabs),
-        backward_(backward),
-        G(floats(p.chunk, p.K), "scratch G", p),
-        Tinv(floats(p.chunk, p.chunk), "scratch Tinv", p),
-        M(floats(p.chunk, p.chunk), "scratch M", p),
-        Ut(floats(p.chunk, p.V), "scratch Ut", p),
-        Wt(floats(p.chunk, p.K), "scratch Wt", p),
-        Qg(floats(p.chunk, p.K), "scratch Qg", p),
-        Kdec(floats(p.chunk, p.K), "scratch Kdec", p),
-        decay_end(floats(1, p.K), "scratch decay_end", p),
-        chunk_start(floats(p.K, p.V), "scratch chunk_start", p),
-        dS_end(backward_floats(p.K, p.V), "scratch dS_end", p),
-        dU(backward_floats(p.chunk, p.V), "scratch dU", p),
-        dX(backward_floats(p.chunk, p.V), "scratch dX", p),
-        dY(backward_floats(p.chunk, p.K), "scratch dY", p),
-        dKdec(backward_floats(p.chunk, p.K), "scratch dKdec", p),
-        dG(backward_floats(p.chunk, p.K), "scratch dG", p) {
-    for (const DeviceBuffer* buffer : {&G, &Tinv, &M, &Ut, &Wt, &Qg, &Kdec, &decay_end,
-                                       &chunk_start, &dS_end, &dU, &dX, &dY, &dKdec, &dG})
-      if (buffer->size())
-        CUDA_CHECK(cudaMemset(buffer->get(), 0xFF, buffer->size() * sizeof(float)),
-                   "cudaMemset (scratch NaN fill)", p);
-  }
-  std::size_t floats(int rows, int cols) const {
-    return slabs_ * static_cast<std::size_t>(rows) * cols;
-  }
-  std::size_t backward_floats(int rows, int cols) const {
-    return backward_ ? floats(rows, cols) : 0;
-  }
-  ChunkScratch view() const {
-    return {G.get(),  Tinv.get(), M.get(),         Ut.get(),          Wt.get(),
-            Qg.get(), Kdec.get(), decay_end.get(), chunk_start.get(), dS_end.get(),
-            dU.get(), dX.get(),   dY.get(),        dKdec.get(),       dG.get()};
-  }
-
-  const std::size_t slabs_;
-  const bool backward_;
-  DeviceBuffer G, Tinv, M, Ut, Wt, Qg, Kdec, decay_end, chunk_start, dS_end, dU, dX, dY, dKdec, dG;
-};
+// The scratch buffers (ChunkScratch), one slab per (b, h, chunk) each, carved
+// in order from `base`; the backward's only for a backward run (null
+// otherwise). With a null base only counts. Returns the floats taken.
+std::size_t lay_out_scratch(const DeviceProblem& p, std::size_t slabs, bool backward, float* base,
+                            ChunkScratch& s) {
+  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
+  std::size_t taken = 0;
+  auto take = [&](float*& buffer, int rows, int cols, bool needed) {
+    buffer = nullptr;
+    if (!needed) return;
+    if (base) buffer = base + taken;
+    taken += slabs * static_cast<std::size_t>(rows) * cols;  // a multiple of 4
+  };
+  s.backward = backward;
+  take(s.MT, C, C, true);
+  take(s.QgT, K, C, true);
+  take(s.WtT, K, C, true);
+  take(s.UtT, V, C, true);
+  take(s.Kdec, C, K4, true);
+  take(s.decay_end, 1, K4, true);
+  take(s.M, C, C, backward);
+  take(s.Qg, C, K4, backward);
+  take(s.Wt, C, K4, backward);
+  take(s.KdecT, K, C, backward);
+  take(s.Tinv, C, C, backward);
+  take(s.G, C, K, backward);
+  take(s.S0T, V, K4, backward);
+  take(s.UT, V, C, backward);
+  take(s.dS_endT, V, K4, backward);
+  take(s.dU, C, V4, backward);
+  return taken;
+}
 
 // Lets a kernel use up to `floats` of dynamic shared memory (beyond the 48 KB
 // default). Each kernel is given its most for any supported shape, so callers
@@ -690,59 +1045,76 @@ void allow_shared(Kernel kernel, int floats, const char* name, const DeviceProbl
              name, p);
 }
 
-}  // namespace
-
-void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  check_supported(p, backward);
+template <class In>
+void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   using Config = ChunkConfig;
   const int C = p.chunk, K = p.K, V = p.V;
   const int num_chunks = (p.T + C - 1) / C;
   const int heads = p.B * p.H;
-  ScratchBuffers buffers(p, static_cast<std::size_t>(heads) * num_chunks, backward);
-  const ChunkScratch scratch = buffers.view();
+  const std::size_t slabs = static_cast<std::size_t>(heads) * num_chunks;
+  ChunkScratch scratch{};
+  DeviceBuffer storage(lay_out_scratch(p, slabs, backward, nullptr, scratch),
+                       "cudaMalloc (scratch)", p);
+  lay_out_scratch(p, slabs, backward, storage.get(), scratch);
   const dim3 chunk_grid(num_chunks, heads);
   constexpr int kMaxC = Config::kMaxChunk, kMaxD = Config::kMaxDim;
 
   // fwd.intra
-  allow_shared(chunk_intra_kernel, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel", p);
-  chunk_intra_kernel<<<chunk_grid, Config::kThreads, intra_shared_floats(C, K) * sizeof(float)>>>(
-      p, scratch, num_chunks);
+  allow_shared(chunk_intra_kernel<In>, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel", p);
+  const std::size_t intra_bytes = intra_shared_floats(C, K) * sizeof(float);
+  chunk_intra_kernel<In><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
   CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
   log.note("fwd.intra", "chunk_intra_kernel");
 
   // fwd.inter: a transposed state (the fault) mixes columns, so one tile of all of V
   const bool whole_state = DP_FAULT(p.faults, state_transposed) && K == V;
   const int inter_tile = whole_state ? V : std::min(Config::kVTile, V);
-  allow_shared(chunk_inter_kernel, carry_shared_floats(kMaxC, kMaxD, kMaxD), "chunk_inter_kernel",
+  allow_shared(chunk_inter_kernel, inter_shared_floats(kMaxC, kMaxD, kMaxD), "chunk_inter_kernel",
                p);
   const dim3 inter_grid((V + inter_tile - 1) / inter_tile, heads);
   chunk_inter_kernel<<<inter_grid, Config::kThreads,
-                       carry_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
+                       inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
       p, scratch, num_chunks, inter_tile);
   CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
   log.note("fwd.inter", "chunk_inter_kernel");
   if (!backward) return;
 
+  // bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
+  // global_scratch_read_before_write it is never zeroed and holds what any
+  // scratch no stage wrote would: poison (NaN), so the read shows in every run.
+  CUDA_CHECK(cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
+                        slabs * C * round_up4(V) * sizeof(float)),
+             "cudaMemset (dU scratch)", p);
+
   // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
   const int bk2_tile = std::min(Config::kVTile, V);
-  allow_shared(bk2_kernel, carry_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
+  allow_shared(bk2_kernel, bk2_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
   const dim3 bk2_grid((V + bk2_tile - 1) / bk2_tile, heads);
-  bk2_kernel<<<bk2_grid, Config::kThreads, carry_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
+  bk2_kernel<<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
       p, scratch, num_chunks, bk2_tile);
   CUDA_CHECK_LAUNCH("bk2_kernel", p);
   log.note("bwd.bk2", "bk2_kernel");
   log.note("bwd.glue", "bk2_kernel");
 
-  // bwd.bk1: its dU scratch is zeroed, then accumulated into (never zeroed
-  // under global_scratch_read_before_write: it keeps the NaN fill)
-  if (!DP_FAULT(p.faults, global_scratch_read_before_write))
-    CUDA_CHECK(cudaMemset(scratch.dU, 0, buffers.dU.size() * sizeof(float)),
-               "cudaMemset (bk1 dU scratch)", p);
-  allow_shared(bk1_kernel, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
-  bk1_kernel<<<chunk_grid, Config::kThreads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(
+  // bwd.bk1
+  allow_shared(bk1_kernel<In>, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
+  bk1_kernel<In><<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(
       p, scratch, num_chunks);
   CUDA_CHECK_LAUNCH("bk1_kernel", p);
   log.note("bwd.bk1", "bk1_kernel");
+}
+
+}  // namespace
+
+void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log) {
+  check_supported(p, backward);
+  switch (p.input) {
+    case InputType::f32:
+      return run_chunk_as<float>(p, backward, log);
+    case InputType::bf16:
+      return run_chunk_as<__nv_bfloat16>(p, backward, log);
+  }
+  throw std::runtime_error("cuda-chunk: unknown input type (" + describe(p) + ")");
 }
 
 }  // namespace deltaproof::kernels::cuda

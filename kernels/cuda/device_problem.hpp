@@ -30,13 +30,19 @@ struct CudaFaults {
   bool global_scratch_read_before_write = false;  // a global scratch buffer never zeroed
 };
 
+// The element type of the inputs q k v g b w: f32, or bf16 (raw 16-bit
+// patterns, __nv_bfloat16 in device code), widened to f32 as they are read;
+// every accumulation is f32. h0, the cotangents and every output are f32.
+enum class InputType { f32, bf16 };
+
 struct DeviceProblem {
   int B = 1, T = 1, H = 1, K = 1, V = 1;
   int chunk = 64;
   float scale = 1.0f;
-  // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V]; h0 [B,H,K,V]
-  const float *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr,
-              *h0 = nullptr;
+  InputType input = InputType::f32;
+  // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V], each of type `input`
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr;
+  const float* h0 = nullptr;  // [B,H,K,V]
   // cotangents (backward): do [B,T,H,V], dht [B,H,K,V]
   const float *d_o = nullptr, *dht = nullptr;
   // outputs: o [B,T,H,V], ht [B,H,K,V]; gradients in gdn2 form, same shapes

@@ -31,9 +31,16 @@
 //   products staged in shared memory, a thread per row adds the tile's columns
 //   in order, and writes the tile's sum to a scratch [V tiles][4][B,T,H,K];
 //   recurrent_reduce_kernel adds the tiles in order 0, 1, ... and applies the
-//   per-row factors (scale, b, k, a).
+//   per-row factors (scale, b, k, a). Tile 0's sums go straight into the
+//   gradient buffers they become (dq dk db dg), which the reduce then finishes
+//   in place, so the scratch holds only tiles 1, 2, ...
 // No atomics: every sum has one fixed order, so the bits are the same run to
 // run.
+//
+// Inputs: q k v g b w are f32 or bf16 (DeviceProblem::input); every kernel
+// is a template on that element type, and the dispatch is in run_recurrent.
+// They are widened to f32 as they are read (read_input); all the arithmetic,
+// h0, the cotangents and every output are f32.
 //
 // Kernels, by stage:
 //   recurrent.fwd  recurrent_fwd_kernel     o and ht; for the backward also the
@@ -43,6 +50,7 @@
 //                                           checkpoint, then sweep back; writes
 //                                           dv, dw, dh0 and the tiles' row sums
 //   recurrent.bwd  recurrent_reduce_kernel  dq, dk, db, dg from the row sums
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -88,6 +96,36 @@ enum RowSum : int {
 };
 
 __host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Element n of an input (q k v g b w) whose elements are of type In (float or
+// __nv_bfloat16), widened to f32.
+__device__ inline float widen(float x) { return x; }
+__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class In>
+__device__ inline float read_input(const void* input, std::size_t n) {
+  return widen(static_cast<const In*>(input)[n]);
+}
+
+// Where V tile `vtile`'s row sum `sum_id` lives, [B,T,H,K]: tile 0's in the
+// gradient it turns into (recurrent_reduce_kernel finishes it in place), the
+// other tiles' in the row-sum scratch [num_vtiles - 1][kNumRowSums][B,T,H,K].
+__device__ inline float* row_sum_plane(const DeviceProblem& p, float* row_sums, int vtile,
+                                       int sum_id) {
+  if (vtile == 0) {
+    switch (sum_id) {
+      case kCurrentDo:
+        return p.dq;
+      case kDstateU:
+        return p.dk;
+      case kDecayedDu:
+        return p.db;
+      default:
+        return p.dg;  // kDpreState
+    }
+  }
+  const std::size_t plane = static_cast<std::size_t>(p.B) * p.T * p.H * p.K;
+  return row_sums + (static_cast<std::size_t>(vtile - 1) * kNumRowSums + sum_id) * plane;
+}
 
 // The vectors of up to kTokenTile consecutive tokens, in shared memory; token
 // m of the tile at [m * K] (K-vectors) or [m * kVTile] (this tile's columns).
@@ -184,26 +222,28 @@ __device__ void store_state(const OwnedRows& mine, float* state, int K, int V,
 // Stages tokens [t_begin, t_begin + count) of (b, h) for this block's columns.
 // Opens with a barrier (no thread still reads the previous tile) and closes
 // with one (every thread sees this tile): call it from every thread. Columns
-// past V read as zero (their S stays zero). q and do only when asked.
+// past V read as zero (their S stays zero). q and do only when asked. In: the
+// element type of q k v g b w.
+template <class In>
 __device__ void load_token_tile(const DeviceProblem& p, const ThreadPlace& at, int t_begin,
                                 int count, bool with_q, bool with_do, const TokenTile& tile) {
   __syncthreads();
   for (int idx = static_cast<int>(threadIdx.x); idx < count * p.K; idx += Traits::kThreads) {
     const int m = idx / p.K, i = idx % p.K;
     const std::size_t n = tok(p.T, p.H, p.K, at.b, t_begin + m, at.h, i);
-    const float k = p.k[n];
-    if (with_q) tile.q[idx] = p.q[n];
+    const float k = read_input<In>(p.k, n);
+    if (with_q) tile.q[idx] = read_input<In>(p.q, n);
     tile.k[idx] = k;
-    tile.decay[idx] = expf(p.g[n]);  // a = exp(g_t)
-    tile.bk[idx] = p.b[n] * k;       // bk = b_t * k_t
+    tile.decay[idx] = expf(read_input<In>(p.g, n));  // a = exp(g_t)
+    tile.bk[idx] = read_input<In>(p.b, n) * k;       // bk = b_t * k_t
   }
   for (int idx = static_cast<int>(threadIdx.x); idx < count * Traits::kVTile;
        idx += Traits::kThreads) {
     const int m = idx / Traits::kVTile, j = at.col0 + idx % Traits::kVTile;
     const bool inside = j < p.V;
     const std::size_t n = inside ? tok(p.T, p.H, p.V, at.b, t_begin + m, at.h, j) : 0;
-    tile.v[idx] = inside ? p.v[n] : 0.0f;
-    tile.w[idx] = inside ? p.w[n] : 0.0f;
+    tile.v[idx] = inside ? read_input<In>(p.v, n) : 0.0f;
+    tile.w[idx] = inside ? read_input<In>(p.w, n) : 0.0f;
     if (with_do) tile.d_o[idx] = inside ? p.d_o[n] : 0.0f;
   }
   __syncthreads();
@@ -262,7 +302,8 @@ __device__ std::size_t checkpoint_offset(const DeviceProblem& p, const ThreadPla
 }
 
 // recurrent.fwd: o and ht; with `checkpoints` (the backward), also the state
-// before every kSegment-th token.
+// before every kSegment-th token. In: the element type of q k v g b w.
+template <class In>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
     recurrent_fwd_kernel(const DeviceProblem p, float* checkpoints) {
   extern __shared__ float shared[];
@@ -279,7 +320,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 
   for (int t_begin = 0; t_begin < p.T; t_begin += Traits::kTokenTile) {
     const int count = min(Traits::kTokenTile, p.T - t_begin);
-    load_token_tile(p, at, t_begin, count, /*with_q=*/true, /*with_do=*/false, tile);
+    load_token_tile<In>(p, at, t_begin, count, /*with_q=*/true, /*with_do=*/false, tile);
     for (int m = 0; m < count; ++m) {
       const int t = t_begin + m;
       if (checkpoints != nullptr && t % Traits::kSegment == 0)
@@ -310,6 +351,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 // every token from the segment's checkpoint into this block's slice of
 // `segment_scratch` ([kSegment][K][kVTile]; each thread reads back only what
 // it wrote) and u into shared memory, then sweep the segment backwards.
+// Writes the tile's row sums to row_sum_plane(). In: the element type of q k v
+// g b w.
+template <class In>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
     recurrent_bwd_kernel(const DeviceProblem p, const float* checkpoints, float* segment_scratch,
                          float* row_sums) {
@@ -326,7 +370,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
   const std::size_t block = (static_cast<std::size_t>(at.b) * p.H + at.h) * gridDim.x + at.vtile;
   float* segment_states =
       segment_scratch + block * Traits::kSegment * static_cast<std::size_t>(p.K) * Traits::kVTile;
-  const std::size_t plane = static_cast<std::size_t>(p.B) * p.T * p.H * p.K;
   auto previous_at = [&](int n, int i) -> float& {  // S_{t-1} of segment token n, row i
     return segment_states[(static_cast<std::size_t>(n) * p.K + i) * Traits::kVTile + at.lane];
   };
@@ -349,7 +392,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
     load_state(state, checkpoints + checkpoint_offset(p, at, num_segments, segment), p.K, p.V, at);
     for (int t_begin = t0; t_begin < t1; t_begin += Traits::kTokenTile) {
       const int count = min(Traits::kTokenTile, t1 - t_begin);
-      load_token_tile(p, at, t_begin, count, /*with_q=*/false, /*with_do=*/false, tile);
+      load_token_tile<In>(p, at, t_begin, count, /*with_q=*/false, /*with_do=*/false, tile);
       for (int m = 0; m < count; ++m) {
         const int t = t_begin + m, n = t - t0;
 #pragma unroll
@@ -367,7 +410,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
     const int last_tile_begin = t0 + (t1 - 1 - t0) / Traits::kTokenTile * Traits::kTokenTile;
     for (int t_begin = last_tile_begin; t_begin >= t0; t_begin -= Traits::kTokenTile) {
       const int count = min(Traits::kTokenTile, t1 - t_begin);
-      load_token_tile(p, at, t_begin, count, /*with_q=*/true, /*with_do=*/true, tile);
+      load_token_tile<In>(p, at, t_begin, count, /*with_q=*/true, /*with_do=*/true, tile);
       for (int m = count - 1; m >= 0; --m) {
         const int t = t_begin + m, n = t - t0;
         const float* q = tile.q + m * p.K;
@@ -434,8 +477,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
           const float* row = stage + (sum_id * p.K + i) * Traits::kStageStride;
           float sum = 0.0f;
           for (int col = 0; col < at.cols; ++col) sum += row[col];
-          row_sums[(static_cast<std::size_t>(at.vtile) * kNumRowSums + sum_id) * plane +
-                   tok(p.T, p.H, p.K, at.b, t, at.h, i)] = sum;
+          row_sum_plane(p, row_sums, at.vtile, sum_id)[tok(p.T, p.H, p.K, at.b, t, at.h, i)] = sum;
         }
       }
     }
@@ -447,27 +489,33 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 }
 
 // recurrent.bwd: dq dk db dg, one element [b,t,h,i] per thread, from the row
-// sums of the V tiles added in order 0, 1, ..., num_vtiles - 1.
+// sums of the V tiles added in order 0, 1, ..., num_vtiles - 1 (tile 0's read
+// from the gradient buffers themselves, row_sum_plane()). In: the element type
+// of q k v g b w.
+template <class In>
 __global__ void recurrent_reduce_kernel(const DeviceProblem p, const float* row_sums,
                                         int num_vtiles) {
   const std::size_t plane = static_cast<std::size_t>(p.B) * p.T * p.H * p.K;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t n = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; n < plane;
        n += stride) {
-    float sums[kNumRowSums] = {};
-    for (int vtile = 0; vtile < num_vtiles; ++vtile)
+    // tile 0, then 1, 2, ... (this thread alone reads and then writes element n)
+    float sums[kNumRowSums] = {p.dq[n], p.dk[n], p.db[n], p.dg[n]};
+    static_assert(kCurrentDo == 0 && kDstateU == 1 && kDecayedDu == 2 && kDpreState == 3,
+                  "sums[] above lists tile 0's planes in RowSum order");
+    for (int vtile = 1; vtile < num_vtiles; ++vtile)
 #pragma unroll
       for (int sum_id = 0; sum_id < kNumRowSums; ++sum_id)
         sums[sum_id] +=
-            row_sums[(static_cast<std::size_t>(vtile) * kNumRowSums + sum_id) * plane + n];
+            row_sums[(static_cast<std::size_t>(vtile - 1) * kNumRowSums + sum_id) * plane + n];
     // o_t = scale S_t^T q_t:  dq = scale S_t do
     p.dq[n] = sums[kCurrentDo] * p.scale;
     // e = P^T bk, bk = b * k:  dbk = -P du;  db = dbk * k;  dk = dS u + dbk * b
     const float dbk = -sums[kDecayedDu];
-    p.db[n] = dbk * p.k[n];
-    p.dk[n] = sums[kDstateU] + dbk * p.b[n];
+    p.db[n] = dbk * read_input<In>(p.k, n);
+    p.dk[n] = sums[kDstateU] + dbk * read_input<In>(p.b, n);
     // P = Diag(a) S_{t-1}:  dg = a * rowsum(dP .* S_{t-1})
-    const float dg = expf(p.g[n]) * sums[kDpreState];
+    const float dg = expf(read_input<In>(p.g, n)) * sums[kDpreState];
     p.dg[n] = DP_FAULT(p.faults, dg_sign_flipped) ? -dg : dg;
   }
 }
@@ -485,15 +533,9 @@ void allow_shared_memory(Kernel kernel, std::size_t bytes, const char* what,
              what, p);
 }
 
-}  // namespace
-
-void run_recurrent(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  if (p.B < 1 || p.H < 1 || p.T < 1 || p.K < 1 || p.K > Traits::kMaxK || p.V < 1 ||
-      p.V > Traits::kMaxV || p.H > 65535 || p.B > 65535)
-    throw std::runtime_error("cuda-recurrent supports T >= 1, K and V in 1.." +
-                             std::to_string(Traits::kMaxK) +
-                             " and B, H in 1..65535; the problem is " + describe(p));
-
+// The host side of run_recurrent for inputs of element type In.
+template <class In>
+void run_recurrent_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   const int num_vtiles = ceil_div(p.V, Traits::kVTile);
   const int num_segments = ceil_div(p.T, Traits::kSegment);
   const std::size_t heads = static_cast<std::size_t>(p.B) * p.H;
@@ -506,33 +548,50 @@ void run_recurrent(const DeviceProblem& p, bool backward, LaunchLog& log) {
   DeviceBuffer checkpoints(backward ? heads * num_segments * K * V : 0,
                            "recurrent_fwd_kernel (checkpoint scratch)", p);
   const std::size_t fwd_shared = forward_shared_floats(p.K) * sizeof(float);
-  allow_shared_memory(recurrent_fwd_kernel, fwd_shared, "recurrent_fwd_kernel", p);
-  recurrent_fwd_kernel<<<grid, block, fwd_shared>>>(p, checkpoints.get());
+  allow_shared_memory(recurrent_fwd_kernel<In>, fwd_shared, "recurrent_fwd_kernel", p);
+  recurrent_fwd_kernel<In><<<grid, block, fwd_shared>>>(p, checkpoints.get());
   CUDA_CHECK_LAUNCH("recurrent_fwd_kernel", p);
   log.note("recurrent.fwd", "recurrent_fwd_kernel");
   if (!backward) return;
 
   // S_{t-1} of every token of the segment being swept, per block
-  // [B*H*num_vtiles][kSegment][K][kVTile]; the tiles' row sums
-  // [num_vtiles][kNumRowSums][B,T,H,K].
+  // [B*H*num_vtiles][kSegment][K][kVTile]; the row sums of tiles 1, 2, ...
+  // [num_vtiles - 1][kNumRowSums][B,T,H,K] (tile 0's go to dq dk db dg).
   DeviceBuffer segment_states(heads * num_vtiles * Traits::kSegment * K * Traits::kVTile,
                               "recurrent_bwd_kernel (segment scratch)", p);
   const std::size_t plane = heads * p.T * K;
-  DeviceBuffer row_sums(num_vtiles * kNumRowSums * plane, "recurrent_bwd_kernel (row-sum scratch)",
-                        p);
+  DeviceBuffer row_sums((num_vtiles - 1) * kNumRowSums * plane,
+                        "recurrent_bwd_kernel (row-sum scratch)", p);
   const std::size_t bwd_shared = backward_shared_floats(p.K) * sizeof(float);
-  allow_shared_memory(recurrent_bwd_kernel, bwd_shared, "recurrent_bwd_kernel", p);
-  recurrent_bwd_kernel<<<grid, block, bwd_shared>>>(p, checkpoints.get(), segment_states.get(),
-                                                    row_sums.get());
+  allow_shared_memory(recurrent_bwd_kernel<In>, bwd_shared, "recurrent_bwd_kernel", p);
+  recurrent_bwd_kernel<In>
+      <<<grid, block, bwd_shared>>>(p, checkpoints.get(), segment_states.get(), row_sums.get());
   CUDA_CHECK_LAUNCH("recurrent_bwd_kernel", p);
   log.note("recurrent.bwd", "recurrent_bwd_kernel");
 
   const std::size_t reduce_blocks = std::min<std::size_t>(
       (plane + Traits::kReduceThreads - 1) / Traits::kReduceThreads, Traits::kReduceMaxBlocks);
-  recurrent_reduce_kernel<<<static_cast<unsigned>(reduce_blocks), Traits::kReduceThreads>>>(
+  recurrent_reduce_kernel<In><<<static_cast<unsigned>(reduce_blocks), Traits::kReduceThreads>>>(
       p, row_sums.get(), num_vtiles);
   CUDA_CHECK_LAUNCH("recurrent_reduce_kernel", p);
   log.note("recurrent.bwd", "recurrent_reduce_kernel");
+}
+
+}  // namespace
+
+void run_recurrent(const DeviceProblem& p, bool backward, LaunchLog& log) {
+  if (p.B < 1 || p.H < 1 || p.T < 1 || p.K < 1 || p.K > Traits::kMaxK || p.V < 1 ||
+      p.V > Traits::kMaxV || p.H > 65535 || p.B > 65535)
+    throw std::runtime_error("cuda-recurrent supports T >= 1, K and V in 1.." +
+                             std::to_string(Traits::kMaxK) +
+                             " and B, H in 1..65535; the problem is " + describe(p));
+  switch (p.input) {
+    case InputType::f32:
+      return run_recurrent_as<float>(p, backward, log);
+    case InputType::bf16:
+      return run_recurrent_as<__nv_bfloat16>(p, backward, log);
+  }
+  throw std::runtime_error("cuda-recurrent: unknown input type (" + describe(p) + ")");
 }
 
 }  // namespace deltaproof::kernels::cuda

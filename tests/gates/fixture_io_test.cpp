@@ -455,5 +455,28 @@ TEST(FixtureIoCommitted, InputsAloneGiveTheSameJobWithChunk64) {
   }
 }
 
+// A bf16 fixture's job says so (a backend that reads bf16 then does), and an
+// input that bf16 cannot represent under a bf16 label is refused by name.
+TEST(FixtureIoCommitted, ABf16FixtureMarksTheJobAndRefusesANonBf16Value) {
+  const std::string name = "/gdn2/t32-c16-bf16.safetensors";
+  SafetensorsFile fixture = read_safetensors(kFixtures + name);
+  EXPECT_TRUE(job_from_file(fixture, name, Phase::bwd, 0).shape.bf16_inputs);
+  EXPECT_FALSE(job_from_file(read_safetensors(kFixtures + "/gdn2/t32-c16.safetensors"),
+                             "/gdn2/t32-c16.safetensors", Phase::bwd, 0)
+                   .shape.bf16_inputs);
+  std::vector<double> w = fixture.tensors.at("w").to_f64();
+  w[5] = 0.1;  // not a bf16 value
+  fixture.tensors["w"] = Tensor::from_f64(DType::F64, fixture.tensors.at("w").shape(), w);
+  try {
+    job_from_file(fixture, name, Phase::bwd, 0);
+    FAIL() << "a non-bf16 value in a bf16 fixture was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(name), std::string::npos) << what;
+    EXPECT_NE(what.find("tensor 'w'"), std::string::npos) << what;
+    EXPECT_NE(what.find("bf16 cannot represent"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace deltaproof::gates
