@@ -4,6 +4,9 @@ and write a candidate file for `deltaproof gate check`.
 
 Needs a CUDA GPU, PyTorch, safetensors and FLA (`pip install fla-core`; the
 signatures below were read from fla-core 0.6.0). CI does not run this example.
+FLA's first call compiles and autotunes its Triton kernels: on an H200 (torch
+2.11, triton 3.6, fla-core 0.6.0) chunk_kda's first forward+backward had not
+finished after 200 s (2026-11-29, reports/gpu/README.md); allow minutes.
 
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
         --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32]
