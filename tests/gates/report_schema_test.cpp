@@ -195,6 +195,21 @@ class ReportSchema : public ::testing::Test {
 };
 nlohmann::json* ReportSchema::report_ = nullptr;
 
+// Every report committed from a GPU run (reports/gpu/<commit>/*.json) is a
+// report-v1 document: what was verified on a GPU stays readable by the tools.
+TEST(ReportSchemaFile, EveryCommittedGpuReportValidates) {
+  int reports = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(kSourceDir / "reports/gpu")) {
+    if (entry.path().extension() != ".json") continue;
+    const nlohmann::json document = read_json(entry.path());
+    if (!document.is_object() || document.value("schema", "") != "deltaproof-report/1") continue;
+    ++reports;
+    const auto errors = schema_errors(document);
+    EXPECT_TRUE(errors.empty()) << entry.path() << joined(errors);
+  }
+  EXPECT_GT(reports, 0) << "no committed GPU report found under reports/gpu";
+}
+
 TEST(ReportSchemaFile, ParsesAsDraft7) {
   const nlohmann::json document = read_json(kSchemaPath);
   EXPECT_EQ(document.at("$schema"), "http://json-schema.org/draft-07/schema#");
