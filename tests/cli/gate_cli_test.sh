@@ -10,31 +10,8 @@
 set -uo pipefail
 bin=$1
 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect CODE PATTERN -- ARGS...: exit code CODE and stderr+stdout matching PATTERN
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local output status
-  output=$("$bin" "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || ! grep -qE -- "$pattern" <<<"$output"; then
-    fail "deltaproof $* -> exit $status (want $code), output:"
-    echo "$output" | sed 's/^/    /'
-    echo "    (wanted a line matching: $pattern)"
-  else
-    echo "ok: deltaproof $* -> $status"
-  fi
-}
 
 expect 0 '^300 gates$' -- gate list
 expect 0 '^gdn2.cpu-recurrent.t32-c16-bf16.bwd +oracle' -- gate list 'gdn2.cpu-recurrent.*bf16*'
@@ -75,8 +52,4 @@ expect 2 "no-such.safetensors" -- \
 expect 1 'dq +not-compared' -- \
   gate check --fixture fixtures/gdn/t32-c16-mild.safetensors --candidate "$("$bin" run --backend cpu-chunk --fixture fixtures/gdn/t32-c16.safetensors --out "$work/d.safetensors" >/dev/null; echo "$work/d.safetensors")"
 
-if ((failures)); then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all gate CLI checks passed"
+finish "gate CLI"

@@ -5,26 +5,7 @@
 # writes a fixture marked unchecked; a good run writes the file and a report.
 set -uo pipefail
 bin=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-# expect CODE PATTERN -- ARGS...: exit code CODE and stderr+stdout matching PATTERN
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local output status
-  output=$("$bin" "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || ! grep -qE -- "$pattern" <<<"$output"; then
-    echo "FAIL: deltaproof $* -> exit $status (want $code), output:"
-    echo "$output" | sed 's/^/    /'
-    echo "    (wanted a line matching: $pattern)"
-    failures=$((failures + 1))
-  else
-    echo "ok: deltaproof $* -> $status"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 small=(--T 20 --K 4 --V 4)
 expect 2 "--K is 0.*pass --K N" -- gen --op gdn2 --T 8 --K 0 --out "$work/a.safetensors"
@@ -40,8 +21,8 @@ expect 2 "manifest.json does not exist" -- gen --check "$work"
 
 # a good fixture, then the same path again without --overwrite
 expect 0 "determinism .* pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --report "$work/good.json"
-[[ -s $work/good.safetensors && -s $work/good.json ]] || { echo "FAIL: good fixture or report missing"; failures=$((failures + 1)); }
-grep -q '"status": "checked"' "$work/good.json" || { echo "FAIL: report lacks status checked"; failures=$((failures + 1)); }
+[[ -s $work/good.safetensors && -s $work/good.json ]] || fail "good fixture or report missing"
+grep -q '"status": "checked"' "$work/good.json" || fail "report lacks status checked"
 expect 2 "good.safetensors exists; pass --overwrite" -- gen --op kda "${small[@]}" --out "$work/good.safetensors"
 expect 0 "pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --overwrite
 
@@ -53,13 +34,13 @@ fi
 
 # the double exp of background/000: refused, named, nothing written
 expect 1 "self-check 'reverse_vs_forward_mode' failed.*nothing written" -- gen "${small[@]}" --inject-generator-fault double-exp --out "$work/bad.safetensors"
-[[ ! -e $work/bad.safetensors ]] || { echo "FAIL: a refused fixture was written"; failures=$((failures + 1)); }
+[[ ! -e $work/bad.safetensors ]] || fail "a refused fixture was written"
 # a carry cut at the chunk boundary: refused by liveness
 expect 1 "self-check 'liveness' failed" -- gen "${small[@]}" --chunk 16 --inject-generator-fault cut-carry --out "$work/cut.safetensors"
-[[ ! -e $work/cut.safetensors ]] || { echo "FAIL: a refused fixture was written"; failures=$((failures + 1)); }
+[[ ! -e $work/cut.safetensors ]] || fail "a refused fixture was written"
 # --force writes it anyway, marked unchecked
 expect 1 "writing the fixture marked 'unchecked'" -- gen "${small[@]}" --inject-generator-fault double-exp --force --out "$work/forced.safetensors"
-grep -q '"status":"unchecked"' "$work/forced.safetensors" || { echo "FAIL: forced fixture not marked unchecked"; failures=$((failures + 1)); }
+grep -q '"status":"unchecked"' "$work/forced.safetensors" || fail "forced fixture not marked unchecked"
 
 # gen --check: a folder whose fixture regenerates passes; one corrupted byte in
 # a tensor fails, naming the file and the tensor
@@ -73,5 +54,4 @@ expect 1 "FAIL one.safetensors: tensor 'v' differs in 1 of" -- gen --check "$wor
 rm "$work/set/one.safetensors"
 expect 1 "listed in the manifest but missing" -- gen --check "$work/set"
 
-if ((failures)); then echo "$failures CLI case(s) failed"; exit 1; fi
-echo "all CLI cases passed"
+finish CLI

@@ -10,39 +10,7 @@
 # variants and the broken ones are A edited with python3.
 set -uo pipefail
 bin=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect CODE PATTERN... -- ARGS...: exit code CODE and stdout+stderr matching every PATTERN
-expect() {
-  local code=$1
-  shift
-  local patterns=()
-  while [[ $1 != -- ]]; do
-    patterns+=("$1")
-    shift
-  done
-  shift
-  local output status pattern unmatched=()
-  output=$("$bin" "$@" 2>&1)
-  status=$?
-  for pattern in "${patterns[@]}"; do
-    grep -qE -- "$pattern" <<<"$output" || unmatched+=("$pattern")
-  done
-  if [[ $status -eq $code && ${#unmatched[@]} -eq 0 ]]; then
-    echo "ok: deltaproof $* -> $status"
-  else
-    fail "deltaproof $* -> exit $status (want $code), output:"
-    echo "$output" | head -60 | sed 's/^/    /'
-    for pattern in "${unmatched[@]}"; do echo "    (no line matches: $pattern)"; done
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # edit IN OUT PYTHON: OUT is IN's JSON after the Python statements PYTHON ran on `d`.
 edit() {
@@ -149,8 +117,4 @@ if "$bin" report diff "$a" "$red" | grep -q $'\033'; then
   fail "report diff wrote colour codes into a pipe"
 fi
 
-if ((failures)); then
-  echo "$failures report CLI case(s) failed"
-  exit 1
-fi
-echo "all report CLI cases passed"
+finish "report CLI"

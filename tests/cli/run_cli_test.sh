@@ -11,30 +11,7 @@
 set -uo pipefail
 bin=$1
 make_bad_inputs=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect CODE PATTERN -- ARGS...: exit code CODE and stderr+stdout matching PATTERN
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local output status
-  output=$("$bin" "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || ! grep -qE -- "$pattern" <<<"$output"; then
-    fail "deltaproof $* -> exit $status (want $code), output:"
-    echo "$output" | sed 's/^/    /'
-    echo "    (wanted a line matching: $pattern)"
-  else
-    echo "ok: deltaproof $* -> $status"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The JSON header of a safetensors file: 8-byte little-endian length, then that many bytes.
 header() {
@@ -179,8 +156,4 @@ before=$(sha256sum "$good" | cut -c1-64)
 expect 2 "is the fixture itself; choose another path" -- run --backend cpu-chunk --fixture "$good" --out "$good"
 [[ $(sha256sum "$good" | cut -c1-64) == "$before" ]] || fail "run overwrote its own fixture"
 
-if ((failures)); then
-  echo "$failures run CLI case(s) failed"
-  exit 1
-fi
-echo "all run CLI cases passed"
+finish "run CLI"
