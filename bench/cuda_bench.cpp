@@ -14,10 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -71,14 +69,9 @@ struct InputSet {
   // are rounded to bf16 first, so nothing is lost).
   const void* add_input(std::vector<float> host) {
     if (p.input == InputType::f32) return add(std::move(host));
-    std::vector<float> packed((host.size() + 1) / 2);
-    auto* halves = reinterpret_cast<std::uint16_t*>(packed.data());
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      const float rounded = static_cast<float>(deltaproof::round_to_bf16(host[i]));
-      std::uint32_t bits;
-      std::memcpy(&bits, &rounded, sizeof bits);
-      halves[i] = static_cast<std::uint16_t>(bits >> 16);
-    }
+    for (float& x : host) x = static_cast<float>(deltaproof::round_to_bf16(x));
+    std::vector<float> packed;
+    deltaproof::kernels::cuda::pack_bf16(host, packed);  // exact: every value is bf16 now
     return add(std::move(packed));
   }
   InputSet(bool kda, bool bf16, std::uint64_t seed) {

@@ -83,15 +83,14 @@ void print_result(const gates::GateResult& r) {
       !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
         return t.status == gates::TermStatus::pass && t.rel == 0.0;
       });
-  if (exact && r.kind != "oracle" && r.kind != "check")
-    detail = fmt::format("{} relations, bitwise", r.terms.size());
-  else if (exact)
+  if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate: bitwise relations
+    if (!r.terms.empty()) detail = fmt::format("{} relations, bitwise", r.terms.size());
+  } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
-  else if (worst && (r.kind == "oracle" || r.kind == "check"))
+  } else if (worst) {
     detail =
         fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure(worst->rel), worst->bar);
-  else if (worst)
-    detail = fmt::format("{} relations, bitwise", r.terms.size());
+  }
   fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
   if (r.verdict != "pass")
     for (const auto& reason : r.reasons) fmt::print("       {}\n", reason);

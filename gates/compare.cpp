@@ -67,6 +67,10 @@ std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::stri
   return {static_cast<std::int64_t>(flat / s.T), static_cast<std::int64_t>(flat % s.T), h, i};
 }
 
+const char* index_names(const kernels::KernelShape& shape, const std::string& term) {
+  return kernels::tensor_width(shape, term) < 0 ? "b,h,i,j" : "b,t,h,i";
+}
+
 namespace {
 
 TermComparison compare_one(const kernels::KernelShape& s, const std::string& term,
@@ -76,7 +80,7 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
   c.term = term;
   c.bar = bar;
   const bool state = kernels::tensor_width(s, term) < 0;
-  c.index_names = state ? "b,h,i,j" : "b,t,h,i";
+  c.index_names = index_names(s, term);
   const int chunks = state ? 0 : (s.T + s.chunk - 1) / s.chunk;
   std::vector<double> chunk_abs(chunks, 0.0);
   double sum_diff2 = 0.0, sum_ref2 = 0.0;

@@ -57,5 +57,7 @@ std::vector<TermComparison> compare_terms(
 // The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
 std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,
                                   std::size_t flat);
+// How unravel's index of a named tensor reads: "b,h,i,j" for a state, "b,t,h,i" otherwise.
+const char* index_names(const kernels::KernelShape& shape, const std::string& term);
 
 }  // namespace deltaproof::gates

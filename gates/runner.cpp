@@ -125,10 +125,9 @@ std::string bitwise_difference(const KernelShape& shape, const Buffers& a, const
       return fmt::format("{} has {} elements vs {}", name, other.size(), values.size());
     for (std::size_t i = 0; i < values.size(); ++i)
       if (std::memcmp(&values[i], &other[i], sizeof(float)) != 0)
-        return fmt::format(
-            "{} differs at ({}) = {}: {:.9g} vs {:.9g}", name,
-            shape.T > 0 && kernels::tensor_width(shape, name) < 0 ? "b,h,i,j" : "b,t,h,i",
-            index_text(shape, name, i), values[i], other[i]);
+        return fmt::format("{} differs at ({}) = {}: {:.9g} vs {:.9g}", name,
+                           index_names(shape, name), index_text(shape, name, i), values[i],
+                           other[i]);
   }
   return "";
 }
@@ -224,7 +223,7 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
   TermComparison c;
   c.term = label;
   c.bar = 0.0;
-  c.index_names = kernels::tensor_width(shape, name) < 0 ? "b,h,i,j" : "b,t,h,i";
+  c.index_names = index_names(shape, name);
   long differing = 0, compared = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
     const auto index = unravel(shape, name, i);

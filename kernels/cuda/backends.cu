@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdint>
-#include <cstring>
 #include <functional>
 #include <map>
 
@@ -80,16 +78,10 @@ struct Device {
   }
   // The same values as bf16 bit patterns (exact: a bf16 job's inputs are bf16 values).
   const void* upload_bf16(const std::string& name, const std::vector<float>& host) {
-    std::vector<float> packed((host.size() + 1) / 2);
-    auto* halves = reinterpret_cast<std::uint16_t*>(packed.data());
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, &host[i], sizeof bits);
-      if (bits & 0xFFFFu)
-        throw InputError("input '" + name + "' holds " + std::to_string(host[i]) +
-                         ", which bf16 cannot represent (a bf16 job needs bf16 values)");
-      halves[i] = static_cast<std::uint16_t>(bits >> 16);
-    }
+    std::vector<float> packed;
+    if (const std::size_t bad = pack_bf16(host, packed); bad < host.size())
+      throw InputError("input '" + name + "' holds " + std::to_string(host[bad]) +
+                       ", which bf16 cannot represent (a bf16 job needs bf16 values)");
     return upload(name, packed);
   }
   const void* upload_input(const std::string& name, const std::vector<float>& host) {

@@ -6,6 +6,8 @@
 // Plain C++: included by .cu files and by host code alike.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,21 @@ struct CudaFaults {
 // patterns, __nv_bfloat16 in device code), widened to f32 as they are read;
 // every accumulation is f32. h0, the cotangents and every output are f32.
 enum class InputType { f32, bf16 };
+
+// `values` as bf16 bit patterns, two to a float slot of `packed` (so a float
+// buffer carries them). Each value must be a bf16 value already (its low 16
+// bits zero): returns the index of the first that is not, or values.size().
+inline std::size_t pack_bf16(const std::vector<float>& values, std::vector<float>& packed) {
+  packed.assign((values.size() + 1) / 2, 0.0f);
+  auto* halves = reinterpret_cast<std::uint16_t*>(packed.data());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &values[i], sizeof bits);
+    if (bits & 0xFFFFu) return i;
+    halves[i] = static_cast<std::uint16_t>(bits >> 16);
+  }
+  return values.size();
+}
 
 struct DeviceProblem {
   int B = 1, T = 1, H = 1, K = 1, V = 1;
