@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/falsify_command.hpp"
 #include "cli/gate_command.hpp"
 #include "cli/gen_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "core/error.hpp"
+#include "falsify/process.hpp"
 
 namespace {
 // The running executable (for --replay), from /proc, else argv[0].
@@ -36,6 +38,8 @@ int main(int argc, char** argv) {
   deltaproof::cli::add_gate_command(app, gate);
   deltaproof::cli::ReportArguments report;
   deltaproof::cli::add_report_command(app, report);
+  deltaproof::cli::FalsifyArguments falsify;
+  deltaproof::cli::add_falsify_command(app, falsify);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -49,12 +53,16 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("gen")) return deltaproof::cli::run_gen(gen);
     if (app.got_subcommand("run")) return deltaproof::cli::run_run(run);
-    if (app.got_subcommand("gate")) {
-      std::string command_line;
-      for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    std::string command_line;
+    for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    if (app.got_subcommand("gate"))
       return deltaproof::cli::run_gate_command(gate, command_line, self_executable(argv[0]));
-    }
+    if (app.got_subcommand("falsify"))
+      return deltaproof::cli::run_falsify_command(falsify, command_line, self_executable(argv[0]));
     if (app.got_subcommand("report")) return deltaproof::cli::run_report_command(report);
+  } catch (const deltaproof::falsify::Interrupted& e) {
+    fmt::print(stderr, "deltaproof: {}\n", e.what());
+    return 130;
   } catch (const deltaproof::InputError& e) {
     fmt::print(stderr, "deltaproof: {}\n", e.what());
     return 2;

@@ -15,6 +15,7 @@
 
 #include "cli/gate_command.hpp"
 #include "core/error.hpp"
+#include "falsify/report.hpp"
 #include "gates/report.hpp"
 
 namespace deltaproof::cli {
@@ -264,7 +265,23 @@ std::vector<std::string> chunk_lines(const json& term) {
 constexpr int kFigureWidth = 9;
 constexpr int kWorstWidth = 24;
 
-int show(const std::string& path) {
+// A falsification campaign's report (Stryker schema + "deltaproof"), or null.
+json falsify_report_at(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  try {
+    json report = json::parse(in);
+    return falsify::is_falsify_report(report) ? report : json(nullptr);
+  } catch (const json::parse_error&) {
+    return nullptr;
+  }
+}
+
+int show(const std::string& path, bool all_gates) {
+  if (const json campaign = falsify_report_at(path); !campaign.is_null()) {
+    falsify::print_falsify_report(campaign, all_gates);
+    return 0;
+  }
   const json report = load_report(path);
   const json& host = report.at("host");
   fmt::print("report   {} ({})\n", path, report.at("schema").get<std::string>());
@@ -479,6 +496,8 @@ void add_report_command(CLI::App& app, ReportArguments& a) {
       "show", "Print a report: header, every gate and term, per-chunk figures, reasons");
   a.show->add_option("file", a.file, "a report written by `deltaproof gate run --report FILE`")
       ->required();
+  a.show->add_flag("--all-gates", a.all_gates,
+                   "falsify report: every gate's separation, not only the weak ones");
   a.diff = report->add_subcommand(
       "diff", "Compare two reports gate by gate and term by term (exit 1 if anything turned red)");
   a.diff->add_option("A", a.before, "the report before")->required();
@@ -486,7 +505,7 @@ void add_report_command(CLI::App& app, ReportArguments& a) {
 }
 
 int run_report_command(const ReportArguments& a) {
-  if (a.show->parsed()) return show(a.file);
+  if (a.show->parsed()) return show(a.file, a.all_gates);
   return diff(a.before, a.after);
 }
 

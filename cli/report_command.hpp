@@ -1,7 +1,9 @@
 // cli/report_command.hpp — `deltaproof report show|diff`: reading the JSON
 // reports of `deltaproof gate run|check --report FILE` (deltaproof-report/1,
 // reports/schema/report-v1.schema.json).
-//   deltaproof report show FILE   the run's header, a table of every gate and
+//   deltaproof report show FILE   (a falsify report: faults, killers, margins,
+//                                 baselines, each weak gate's separation)
+//                                 the run's header, a table of every gate and
 //                                 term (rel, bar, margin, worst index, status),
 //                                 per-chunk figures, the reasons of red gates
 //   deltaproof report diff A B    per gate and term: rel in A and B, their
@@ -19,6 +21,7 @@ namespace deltaproof::cli {
 
 struct ReportArguments {
   std::string file;           // show
+  bool all_gates = false;     // show, falsify report: every gate's separation, not the weak ones
   std::string before, after;  // diff: A and B
   CLI::App* show = nullptr;
   CLI::App* diff = nullptr;

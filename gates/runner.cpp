@@ -20,6 +20,9 @@
 #include "core/safetensors.hpp"
 #include "core/sha256.hpp"
 #include "gates/fixture_io.hpp"
+#include "kernels/faults.hpp"
+#include "oracle/evaluate.hpp"
+#include "oracle/fixture.hpp"
 
 extern char** environ;
 
@@ -110,7 +113,43 @@ Buffers run_poisoned(const kernels::Backend& backend, const KernelShape& shape,
                      const Buffers& inputs, Phase phase, kernels::ExecutionRecord& record) {
   Buffers out = kernels::allocate_outputs(shape, phase, std::nanf(""));
   backend.run(shape, inputs, phase, out, record);
+  if (DELTAPROOF_FAULT(output_not_copied_back)) {  // the copy back of one output is lost
+    auto& lost = out.count("dv") ? out.at("dv") : out.at("ht");
+    std::fill(lost.begin(), lost.end(), std::nanf(""));
+  }
   return out;
+}
+
+// Instrument fault layout_swapped: every token tensor read as if it were
+// head-first, [B, H, T, ...], instead of FLA's [B, T, H, ...].
+void read_head_first(const KernelShape& s, std::map<std::string, std::vector<double>>& values) {
+  for (auto& [name, v] : values) {
+    const int width = kernels::tensor_width(s, name);
+    if (width < 0) continue;
+    const std::size_t w = width == 0 ? 1 : width;
+    std::vector<double> read(v.size());
+    for (int b = 0; b < s.B; ++b)
+      for (int t = 0; t < s.T; ++t)
+        for (int h = 0; h < s.H; ++h)
+          for (std::size_t i = 0; i < w; ++i)
+            read[token_offset(s.T, s.H, width, b, t, h, static_cast<int>(i))] =
+                v[((static_cast<std::size_t>(b) * s.H + h) * s.T + t) * w + i];
+    v = std::move(read);
+  }
+}
+
+// Instrument fault reference_other_seed: the reference is the f64 oracle on
+// the inputs of the fixture's spec drawn with the next seed.
+std::map<std::string, std::vector<double>> reference_of_other_seed(const SafetensorsFile& file,
+                                                                   const std::string& source,
+                                                                   Phase phase) {
+  oracle::FixtureSpec spec = oracle::spec_from_metadata(file.metadata, source);
+  spec.seed += 1;
+  const oracle::OracleOutput other =
+      oracle::evaluate<double>(oracle::draw_problem(spec), phase == Phase::bwd, 1);
+  std::map<std::string, std::vector<double>> reference;
+  for (const auto& [name, values] : other.tensors) reference[name] = values;
+  return reference;
 }
 
 std::string index_text(const KernelShape& shape, const std::string& term, std::size_t flat) {
@@ -241,9 +280,14 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
   }
   c.rel = c.ref_amax > 0 ? c.abs_max / c.ref_amax : (differing ? INFINITY : 0.0);
   c.margin = differing ? 0.0 : INFINITY;
-  c.status = differing == 0 && compared > 0 ? TermStatus::pass : TermStatus::fail;
+  c.status =
+      differing == 0 && compared > 0 && c.non_finite == 0 ? TermStatus::pass : TermStatus::fail;
   if (compared == 0)
     c.message = fmt::format("{}: no element selected: the relation compared nothing", label);
+  if (c.non_finite > 0 &&
+      differing == 0)  // NaN equals NaN bitwise: a relation on it proves nothing
+    c.message = fmt::format("{}: {} of {} elements are NaN or inf (unwritten outputs stay NaN)",
+                            label, c.non_finite, compared);
   if (differing)
     c.message = fmt::format(
         "{}: {} of {} elements differ bitwise (max |diff| {:.3e}, first worst at ({}) = ({}))",
@@ -413,7 +457,12 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
   if (gate.kind == GateKind::oracle) {
     const Buffers out = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, r.record);
     const PhaseBars& bars = gate.family->bars;
-    r.terms = compare_terms(f.job.shape, gate.phase, as_doubles(out), f.reference,
+    auto candidate = as_doubles(out);
+    if (DELTAPROOF_FAULT(layout_swapped)) read_head_first(f.job.shape, candidate);
+    const auto reference = DELTAPROOF_FAULT(reference_other_seed)
+                               ? reference_of_other_seed(f.file, fixture.string(), gate.phase)
+                               : f.reference;
+    r.terms = compare_terms(f.job.shape, gate.phase, candidate, reference,
                             {bars.fwd.value, bars.bwd.value});
     r.determinism.repeats = std::max(1, options.repeat);
     for (int i = 1; i < options.repeat && r.determinism.identical; ++i) {

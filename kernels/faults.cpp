@@ -29,12 +29,43 @@ const std::vector<FaultInfo>& fault_catalog() {
       {Fault::dht_ignored, "dht-ignored", "the cotangent of the final state (dht) is ignored"},
       {Fault::partial_chunk_reads_past_t, "partial-chunk-reads-past-t",
        "the partial last chunk reads a whole chunk of rows, past T"},
-      {Fault::missing_barrier_bk2, "missing-barrier-bk2",
-       "BK2 (CUDA): a __syncthreads() between writing and reading dU left out", true},
+      {Fault::h0_ignored, "h0-ignored", "the initial state h0 is taken as zero (CPU kernels)"},
       {Fault::global_scratch_read_before_write, "global-scratch-read-before-write",
-       "CUDA: a global-memory scratch buffer read before it is written (never zeroed)", true},
+       "CUDA: BK2's global dU scratch is not zeroed and holds stale garbage (0xFF bytes)",
+       FaultClass::kernel, true},
+      {Fault::global_scratch_unwritten, "global-scratch-unwritten",
+       "CUDA: BK2's global dU scratch is read before anything writes it (no memset)",
+       FaultClass::kernel, true},
+      {Fault::reference_other_seed, "reference-other-seed",
+       "the instrument's reference is the oracle on inputs drawn from another seed",
+       FaultClass::instrument},
+      {Fault::output_not_copied_back, "output-not-copied-back",
+       "the instrument never copies one output (dv, else ht) back from the kernel",
+       FaultClass::instrument},
+      {Fault::per_entry_relative_metric, "per-entry-relative-metric",
+       "the instrument measures rel = max |a-b| / |b| entry by entry, not over the term's amax",
+       FaultClass::instrument},
+      {Fault::layout_swapped, "layout-swapped",
+       "the instrument reads the candidate's token tensors as [B, H, T, ...] (head-first)",
+       FaultClass::instrument},
   };
   return catalog;
+}
+
+const std::vector<SyncFaultInfo>& sync_faults() {
+  static const std::vector<SyncFaultInfo> faults = {
+      {"missing-barrier-bk2",
+       "BK2 (CUDA): the __syncthreads() between writing dU and reading it is left out"},
+  };
+  return faults;
+}
+
+std::string_view built_sync_fault() {
+#ifdef DELTAPROOF_SYNC_FAULT
+  return DELTAPROOF_SYNC_FAULT;
+#else
+  return "";
+#endif
 }
 
 #ifdef DELTAPROOF_FALSIFY

@@ -1,8 +1,12 @@
 // kernels/faults.hpp — named fault injection points (DESIGN.md section 6):
-// known bugs compiled in at the places they live. In a normal build
-// DELTAPROOF_FAULT(id) is the constant false and the branch compiles to
-// nothing; in a build with -DDELTAPROOF_FALSIFY=ON one fault at a time is
-// switched on at run time by name (mutant schemata: one build, every fault).
+// known bugs compiled in at the places they live, in the kernels and in the
+// instrument (the gates) alike. In a normal build DELTAPROOF_FAULT(id) is the
+// constant false and the branch compiles to nothing; in a build with
+// -DDELTAPROOF_FALSIFY=ON one fault at a time is switched on at run time by
+// name (mutant schemata: one build, every fault). Faults that change
+// synchronisation are not switched at run time: each has its own build
+// (DELTAPROOF_SYNC_FAULT; see sync_faults()). What each must turn red is in
+// falsify/catalog.json.
 #pragma once
 
 #include <string>
@@ -24,18 +28,38 @@ enum class Fault {
   dh0_not_written,              // dh0 left unwritten
   dht_ignored,                  // the last chunk's dS_end taken as zero, not dht
   partial_chunk_reads_past_t,   // the partial last chunk reads chunk-size rows, past T
+  h0_ignored,                   // the initial state h0 taken as zero (CPU kernels)
   // CUDA kernels only
-  missing_barrier_bk2,               // a __syncthreads() left out of BK2 (a race)
-  global_scratch_read_before_write,  // a global scratch buffer read before it is written
+  global_scratch_read_before_write,  // a global scratch buffer holds stale garbage (0xFF)
+  global_scratch_unwritten,          // a global scratch buffer is never written before it is read
+  // the instrument (gates/)
+  reference_other_seed,       // the reference is the oracle on inputs of another seed
+  output_not_copied_back,     // one output (dv, else ht) never reaches the comparison
+  per_entry_relative_metric,  // rel = max |a-b| / |b| entry by entry
+  layout_swapped,             // the candidate's token tensors read as [B, H, T, ...]
 };
+
+enum class FaultClass { kernel, instrument };
 
 struct FaultInfo {
   Fault fault;
   std::string_view id;
   std::string_view what;
+  FaultClass cls = FaultClass::kernel;
   bool cuda_only = false;  // the point exists in the CUDA kernels alone
 };
+// Every fault switchable at run time in the falsify build.
 const std::vector<FaultInfo>& fault_catalog();
+
+// Faults built separately (not switchable): configure with
+// -DDELTAPROOF_SYNC_FAULT=<id> and the build holds that one fault, always on.
+struct SyncFaultInfo {
+  std::string_view id;
+  std::string_view what;
+};
+const std::vector<SyncFaultInfo>& sync_faults();
+// The sync fault this binary was built with, or "" (DELTAPROOF_SYNC_FAULT).
+std::string_view built_sync_fault();
 
 #ifdef DELTAPROOF_FALSIFY
 inline constexpr bool kFaultsCompiledIn = true;

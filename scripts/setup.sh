@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip
+packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip git
           libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
           libcli11-dev libfmt-dev libvalijson-dev)
 missing=()

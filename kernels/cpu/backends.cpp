@@ -2,6 +2,8 @@
 // interface: gather each (batch, head) from FLA layout, run, scatter back.
 #include "kernels/cpu/backends.hpp"
 
+#include <cmath>
+
 #include "core/parallel.hpp"
 #include "kernels/faults.hpp"
 #include "oracle/recurrence.hpp"
@@ -127,6 +129,7 @@ class RecurrentBackend final : public Backend {
     for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
       const HeadSequence x = gather_head(s, in, b, h, s.T);
       oracle::Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
+      if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
       const auto trajectory = oracle::forward(seq, s.scale, backward);
       head_record.note("recurrent.fwd");
       HeadResult r;
@@ -134,11 +137,15 @@ class RecurrentBackend final : public Backend {
       r.ht = trajectory.ht;
       if (backward) {
         const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
-        const MatF dht = gather_state(s, in.at("dht"), b, h);
+        const MatF dht = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(s.K, s.V)
+                                                       : gather_state(s, in.at("dht"), b, h);
         auto grad = oracle::reverse(seq, trajectory, dO, dht, s.scale);
         head_record.note("recurrent.bwd");
+        if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
         r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
-        r.dh0 = grad.dh0;
+        // under dh0_not_written dh0 keeps what an unwritten output holds: the NaN poison
+        r.dh0 =
+            DELTAPROOF_FAULT(dh0_not_written) ? MatF::Constant(s.K, s.V, std::nanf("")) : grad.dh0;
       }
       scatter_head(s, b, h, r, backward, out);
     });

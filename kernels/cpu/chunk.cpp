@@ -189,7 +189,7 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
   std::vector<MatF> chunk_start(num_chunks);  // the glue's saved chunk-start states
   HeadResult out;
   out.O.resize(T, Vd);
-  MatF state = x.h0;
+  MatF state = DELTAPROOF_FAULT(h0_ignored) ? MatF::Zero(x.h0.rows(), x.h0.cols()) : x.h0;
   for (int c = 0; c < num_chunks; ++c) {
     inputs[c] = chunk_slice(x, start_of(c), length_of(c));
     intra[c] = chunk_intra(inputs[c]);

@@ -59,8 +59,8 @@ CudaFaults active_faults() {
   f.dh0_not_written = DELTAPROOF_FAULT(dh0_not_written);
   f.dht_ignored = DELTAPROOF_FAULT(dht_ignored);
   f.partial_chunk_reads_past_t = DELTAPROOF_FAULT(partial_chunk_reads_past_t);
-  f.missing_barrier_bk2 = DELTAPROOF_FAULT(missing_barrier_bk2);
   f.global_scratch_read_before_write = DELTAPROOF_FAULT(global_scratch_read_before_write);
+  f.global_scratch_unwritten = DELTAPROOF_FAULT(global_scratch_unwritten);
   return f;
 }
 

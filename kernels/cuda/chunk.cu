@@ -641,8 +641,11 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
         if (i0 + s < L) dU[(i0 + s) * v_tile + j] = p.scale * through_output[s] + through_state[s];
     });
     // every thread reads all of dU's column below (and overwrites dS, which dU
-    // read): the barrier the missing_barrier_bk2 fault leaves out
-    if (!DP_FAULT(p.faults, missing_barrier_bk2)) __syncthreads();
+    // read): the barrier the missing-barrier-bk2 build leaves out (a sync fault
+    // is built separately, never switched at run time: kernels/faults.hpp)
+#ifndef DELTAPROOF_SYNC_FAULT_MISSING_BARRIER_BK2
+    __syncthreads();
+#endif
 
     // dS0 = scale Qg^T dO + Diag(exp G_C) dS_end - Wt^T dU. The Wt^T dU term is
     // summed first and from the last row up: the rows of dU written last are
@@ -1080,11 +1083,15 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   if (!backward) return;
 
   // bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
-  // global_scratch_read_before_write it is never zeroed and holds what any
-  // scratch no stage wrote would: poison (NaN), so the read shows in every run.
-  CUDA_CHECK(cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
-                        slabs * C * round_up4(V) * sizeof(float)),
-             "cudaMemset (dU scratch)", p);
+  // global_scratch_read_before_write it holds stale garbage instead (0xFF
+  // bytes: NaN, so the numbers show it in every run); under
+  // global_scratch_unwritten nothing writes it at all (initcheck's to catch:
+  // fresh device memory is often zero, and then the numbers cannot see it).
+  if (!DP_FAULT(p.faults, global_scratch_unwritten))
+    CUDA_CHECK(
+        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
+                   slabs * C * round_up4(V) * sizeof(float)),
+        "cudaMemset (dU scratch)", p);
 
   // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
   const int bk2_tile = std::min(Config::kVTile, V);

@@ -28,8 +28,8 @@ struct CudaFaults {
   bool dh0_not_written = false;
   bool dht_ignored = false;
   bool partial_chunk_reads_past_t = false;
-  bool missing_barrier_bk2 = false;               // a __syncthreads() left out of BK2
-  bool global_scratch_read_before_write = false;  // a global scratch buffer never zeroed
+  bool global_scratch_read_before_write = false;  // a global scratch buffer holds garbage
+  bool global_scratch_unwritten = false;          // ... is never written before it is read
 };
 
 // The element type of the inputs q k v g b w: f32, or bf16 (raw 16-bit

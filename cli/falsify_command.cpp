@@ -1,0 +1,245 @@
+// cli/falsify_command.cpp — `deltaproof falsify`. See falsify_command.hpp.
+#include "cli/falsify_command.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "falsify/campaign.hpp"
+#include "falsify/catalog.hpp"
+#include "falsify/patch.hpp"
+#include "falsify/report.hpp"
+#include "gates/registry.hpp"
+#include "kernels/backend.hpp"
+#include "kernels/faults.hpp"
+
+namespace deltaproof::cli {
+namespace fs = std::filesystem;
+
+void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
+  CLI::App* falsify =
+      app.add_subcommand("falsify", "Falsification campaigns: prove every gate can fail");
+  falsify->require_subcommand(1);
+  auto common = [&a](CLI::App* c) {
+    c->add_option("--backend", a.backends,
+                  "backends under test (run: the CPU ones, and the CUDA ones where a GPU is; "
+                  "patch: cpu-chunk)");
+    c->add_option("--gates", a.gates, "only the gates matching these globs");
+    c->add_option("--report", a.report, "write the report (Stryker schemaVersion 2) to FILE");
+    c->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
+    c->add_option("--source", a.source_dir,
+                  "the source tree hashed before and after (default: this build's)");
+    c->add_option("--jobs", a.jobs, "build jobs for sync-fault and patch builds (default: CPUs)");
+  };
+  a.list = falsify->add_subcommand("list", "List the fault catalog");
+  a.list->add_option("--catalog", a.catalog, "the catalog (default: falsify/catalog.json)");
+
+  a.run = falsify->add_subcommand("run", "Run a campaign over the catalog (the falsify build)");
+  a.run->add_option("--fault", a.faults, "only these fault ids (default: the whole catalog)");
+  a.run->add_option("--shard", a.shard, "run shard i of n of the faults, e.g. 2/4")
+      ->capture_default_str();
+  a.run->add_option("--catalog", a.catalog, "the catalog (default: falsify/catalog.json)");
+  a.run->add_option("--timeout", a.timeout_s, "seconds per fault before it is a Timeout")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  a.run->add_option("--sync-binary", a.sync_binaries,
+                    "ID=PATH: a prebuilt deltaproof of a sync fault (else it is built)");
+  common(a.run);
+
+  a.patch_command = falsify->add_subcommand(
+      "patch", "Apply FILE.patch to a scratch worktree of HEAD, build there, run the gates");
+  a.patch_command->add_option("patch", a.patch, "a unified diff (git diff > FILE.patch)")
+      ->required();
+  a.patch_command->add_option("--expect-red", a.expect_red, "gate globs that must go red");
+  a.patch_command->add_option("--expect-green", a.expect_green, "gate globs that must stay green");
+  a.patch_command->add_option("--timeout", a.timeout_s, "seconds for the build and for each run")
+      ->check(CLI::PositiveNumber);
+  a.patch_command->add_flag("--keep", a.keep,
+                            "keep the patched scratch tree under /tmp for a post-mortem");
+  common(a.patch_command);
+}
+
+namespace {
+
+fs::path in_tree_or_source(const std::string& given, const char* relative) {
+  if (!given.empty()) return given;
+  if (fs::exists(relative)) return relative;
+  return fs::path(DELTAPROOF_SOURCE_DIR) / relative;
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      const int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
+      if (n >= 1 && i >= 1 && i <= n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw InputError(fmt::format("--shard {}: expected i/n with 1 <= i <= n, e.g. 1/4", text));
+}
+
+void check_report_folder(const std::string& report) {
+  if (!report.empty() && fs::path(report).has_parent_path() &&
+      !fs::is_directory(fs::path(report).parent_path()))
+    throw InputError(fmt::format("--report {}: the folder does not exist", report));
+}
+
+void progress(const std::string& line) {
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+int list(const FalsifyArguments& a) {
+  const auto catalog = falsify::load_catalog(in_tree_or_source(a.catalog, "falsify/catalog.json"));
+  fmt::print("{:<34} {:<10} {:<11} {:<40} {}\n", "fault", "class", "mechanism", "lives in", "what");
+  for (const auto& f : catalog.faults) {
+    std::vector<std::string> where;
+    for (const auto& at : f.injected_at) where.push_back(at.backend);
+    fmt::print("{:<34} {:<10} {:<11} {:<40} {}\n", f.id, f.cls,
+               falsify::mechanism_name(f.mechanism), fmt::format("{}", fmt::join(where, ", ")),
+               f.what);
+  }
+  fmt::print("{} faults ({})\n", catalog.faults.size(), catalog.path.string());
+  return 0;
+}
+
+int jobs_or_cpus(int jobs) {
+  return jobs > 0 ? jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int run(const FalsifyArguments& a, const std::string& command_line, const std::string& self_exe) {
+  if (!kernels::kFaultsCompiledIn)
+    throw InputError(
+        "falsify run needs the falsify build, whose fault points switch at run time: "
+        "cmake --preset falsify && cmake --build build-falsify, then "
+        "build-falsify/bin/deltaproof falsify run");
+  const auto catalog = falsify::load_catalog(in_tree_or_source(a.catalog, "falsify/catalog.json"));
+  check_report_folder(a.report);
+  falsify::CampaignOptions options;
+  options.fixtures_dir = in_tree_or_source(a.fixtures_dir, "fixtures");
+  options.source_dir =
+      a.source_dir.empty() ? fs::path(DELTAPROOF_SOURCE_DIR) : fs::path(a.source_dir);
+  options.backends = a.backends;
+  if (options.backends.empty()) {
+    options.backends = {"cpu-chunk", "cpu-recurrent"};
+    if (kernels::gpu_available()) {
+      options.backends.push_back("cuda-chunk");
+      options.backends.push_back("cuda-recurrent");
+    }
+  }
+  for (const auto& b : options.backends) kernels::find_backend(b);  // names the known ones
+  options.fault_ids = a.faults;
+  options.gate_globs = a.gates;
+  std::tie(options.shard_index, options.shard_count) = parse_shard(a.shard);
+  options.timeout_s = a.timeout_s;
+  options.self_exe = self_exe;
+  for (const auto& pair : a.sync_binaries) {
+    const auto eq = pair.find('=');
+    if (eq == std::string::npos || !fs::exists(pair.substr(eq + 1)))
+      throw InputError(
+          fmt::format("--sync-binary {}: expected ID=PATH naming an existing deltaproof built with "
+                      "-DDELTAPROOF_SYNC_FAULT=ID",
+                      pair));
+    options.sync_binaries[pair.substr(0, eq)] = pair.substr(eq + 1);
+  }
+  options.sync_build_root = fs::path(self_exe).parent_path().parent_path().parent_path();
+  options.build_jobs = jobs_or_cpus(a.jobs);
+  options.progress = progress;
+  fmt::print("falsify: {} faults in {}, shard {}, backends {}\n", catalog.faults.size(),
+             catalog.path.string(), a.shard, fmt::join(options.backends, ", "));
+  const falsify::CampaignResult result = falsify::run_campaign(catalog, options);
+  if (!a.report.empty()) {
+    write_text_atomically(
+        a.report, falsify::campaign_report(result, catalog, options, command_line).dump(2) + "\n");
+    fmt::print("report: {}\n", a.report);
+  }
+  std::map<std::string, int> counts;
+  for (const auto& o : result.outcomes) ++counts[o.status];
+  std::vector<std::string> count_text;
+  for (const auto& [status, n] : counts) count_text.push_back(fmt::format("{} {}", n, status));
+  int weak = 0;
+  for (const auto& s : result.separation) weak += s.weak;
+  fmt::print(
+      "\n{} faults ran: {}; {} weak gates (separation < 10x); {} tracked files {} "
+      "({:.1f} s)\n",
+      result.outcomes.size(), fmt::join(count_text, ", "), weak, result.tracked_files,
+      result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
+  for (const auto& change : result.tree_changes) fmt::print("  tree: {}\n", change);
+  if (result.interrupted) {
+    fmt::print("interrupted: the campaign stopped; the tree was checked after.\n");
+    return 130;
+  }
+  if (!result.baseline_ok) {
+    fmt::print("verdict FAIL: the baseline failed, so no fault ran (see above)\n");
+    return 1;
+  }
+  const bool nothing_ran =
+      !result.outcomes.empty() && std::all_of(result.outcomes.begin(), result.outcomes.end(),
+                                              [](const auto& o) { return o.status == "Ignored"; });
+  if (nothing_ran && result.tree_changes.empty()) {
+    fmt::print("nothing to run: no selected fault lives in a selected backend (exit 77)\n");
+    return 77;
+  }
+  fmt::print("verdict {}\n", result.passed() ? "PASS" : "FAIL");
+  return result.passed() ? 0 : 1;
+}
+
+int patch(const FalsifyArguments& a, const std::string& command_line) {
+  check_report_folder(a.report);
+  falsify::PatchOptions options;
+  options.patch = a.patch;
+  options.fixtures_dir = in_tree_or_source(a.fixtures_dir, "fixtures");
+  options.source_dir =
+      a.source_dir.empty() ? fs::path(DELTAPROOF_SOURCE_DIR) : fs::path(a.source_dir);
+  if (!a.backends.empty()) options.backends = a.backends;
+  for (const auto& b : options.backends) kernels::find_backend(b);
+  options.gate_globs = a.gates;
+  options.expect_red = a.expect_red;
+  options.expect_green = a.expect_green;
+  if (a.timeout_s != 600.0) options.timeout_s = a.timeout_s;
+  options.build_jobs = jobs_or_cpus(a.jobs);
+  options.keep = a.keep;
+  options.progress = progress;
+  const falsify::PatchResult result = falsify::run_patch(options);
+  if (!a.report.empty()) {
+    write_text_atomically(a.report,
+                          falsify::patch_report(result, options, command_line).dump(2) + "\n");
+    fmt::print("report: {}\n", a.report);
+  }
+  for (const auto& o : result.outcomes) {
+    fmt::print("{} on {}: {}: {}\n", a.patch, o.backend, o.status, o.reason);
+    for (std::size_t i = 0; i < o.broken.size() && i < 6; ++i) fmt::print("    {}\n", o.broken[i]);
+  }
+  fmt::print("{} tracked files {}; scratch worktree removed\n", result.tracked_files,
+             result.tree_changes.empty() ? "unchanged" : "CHANGED");
+  for (const auto& change : result.tree_changes) fmt::print("  tree: {}\n", change);
+  if (result.interrupted) {
+    fmt::print("interrupted: the patch campaign stopped; the tree was checked after.\n");
+    return 130;
+  }
+  if (!result.baseline_ok) {
+    fmt::print("verdict FAIL: the baseline failed, so the patch did not run\n");
+    return 1;
+  }
+  fmt::print("verdict {}\n", result.killed() ? "PASS (the gates caught the patch)"
+                                             : "FAIL (see the statuses above)");
+  return result.killed() ? 0 : 1;
+}
+
+}  // namespace
+
+int run_falsify_command(const FalsifyArguments& a, const std::string& command_line,
+                        const std::string& self_exe) {
+  if (a.list->parsed()) return list(a);
+  if (a.run->parsed()) return run(a, command_line, self_exe);
+  return patch(a, command_line);
+}
+
+}  // namespace deltaproof::cli

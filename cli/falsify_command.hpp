@@ -1,0 +1,38 @@
+// cli/falsify_command.hpp — `deltaproof falsify list|run|patch` (DESIGN.md
+// section 6, falsify/campaign.hpp, falsify/patch.hpp).
+//   falsify list                 the catalog: id, class, mechanism, where, what
+//   falsify run [--fault ID...] [--backend B...] [--shard i/n] [--report FILE]
+//                                a campaign (needs the falsify build)
+//   falsify patch FILE.patch     an ad-hoc hypothesis in a scratch worktree
+// Exit codes: 0 every fault killed as the catalog expects (patch: the gates
+// caught it); 1 a fault survived, an expectation broke, a baseline failed or a
+// tracked file changed; 2 usage or input error; 77 nothing to run (no selected
+// fault lives in a selected backend: ctest's SKIP); 130 interrupted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace deltaproof::cli {
+
+struct FalsifyArguments {
+  std::string catalog, fixtures_dir, source_dir, report;
+  std::vector<std::string> faults, backends, gates, sync_binaries;
+  std::string shard = "1/1";
+  double timeout_s = 600.0;
+  int jobs = 0;
+  std::string patch;
+  std::vector<std::string> expect_red, expect_green;
+  bool keep = false;
+  CLI::App* list = nullptr;
+  CLI::App* run = nullptr;
+  CLI::App* patch_command = nullptr;
+};
+
+void add_falsify_command(CLI::App& app, FalsifyArguments& args);
+int run_falsify_command(const FalsifyArguments& args, const std::string& command_line,
+                        const std::string& self_exe);
+
+}  // namespace deltaproof::cli

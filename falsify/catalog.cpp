@@ -1,0 +1,203 @@
+// falsify/catalog.cpp — see catalog.hpp.
+#include "falsify/catalog.hpp"
+
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace deltaproof::falsify {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::set<std::string> kClasses = {"kernel", "oracle", "instrument"};
+const std::set<std::string> kFixtureClasses = {"any", "one-chunk", "multi-chunk", "partial-chunk",
+                                               "whole-chunks"};
+const std::set<std::string> kTools = {"racecheck", "initcheck", "memcheck", "synccheck"};
+
+// Reads fields of one JSON object, naming the file and the place on any error.
+class Reader {
+ public:
+  Reader(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object_.is_object()) fail("is not a JSON object");
+  }
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw InputError(fmt::format("{}: {}", where_, problem));
+  }
+  bool has(const char* key) const { return object_.contains(key); }
+  std::string text(const char* key, bool required = true, std::string fallback = "") const {
+    if (!object_.contains(key)) {
+      if (required) fail(fmt::format("field '{}' is missing", key));
+      return fallback;
+    }
+    if (!object_.at(key).is_string()) fail(fmt::format("field '{}' must be a string", key));
+    return object_.at(key).get<std::string>();
+  }
+  std::vector<std::string> texts(const char* key) const {
+    std::vector<std::string> out;
+    if (!object_.contains(key)) return out;
+    const json& list = object_.at(key);
+    if (!list.is_array()) fail(fmt::format("field '{}' must be a list of strings", key));
+    for (const auto& item : list) {
+      if (!item.is_string()) fail(fmt::format("field '{}' must be a list of strings", key));
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+  const json& list(const char* key) const {
+    static const json empty = json::array();
+    if (!object_.contains(key)) return empty;
+    if (!object_.at(key).is_array()) fail(fmt::format("field '{}' must be a list", key));
+    return object_.at(key);
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& object_;
+  std::string where_;
+};
+
+std::vector<Selector> read_selectors(const Reader& fault, const char* key) {
+  std::vector<Selector> out;
+  int i = 0;
+  for (const auto& item : fault.list(key)) {
+    const Reader r(item, fmt::format("{}, {}[{}]", fault.where(), key, i++));
+    Selector s;
+    s.gates = r.text("gates", false, "*");
+    s.except = r.text("except", false);
+    s.fixtures = r.text("fixtures", false, "any");
+    if (!kFixtureClasses.count(s.fixtures))
+      r.fail(
+          fmt::format("fixtures '{}' is unknown; use any, one-chunk, multi-chunk, partial-chunk or "
+                      "whole-chunks",
+                      s.fixtures));
+    s.terms = r.texts("terms");
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+json Selector::to_json() const {
+  json j = {{"gates", gates}, {"fixtures", fixtures}};
+  if (!except.empty()) j["except"] = except;
+  if (!terms.empty()) j["terms"] = terms;
+  return j;
+}
+
+std::string_view mechanism_name(Mechanism mechanism) {
+  switch (mechanism) {
+    case Mechanism::fault_point:
+      return "fault-point";
+    case Mechanism::sync_build:
+      return "sync-build";
+    case Mechanism::generator:
+      return "generator";
+  }
+  return "?";
+}
+
+bool fixture_class_matches(const std::string& fixtures, int T, int chunk) {
+  if (fixtures == "one-chunk") return T <= chunk;
+  if (fixtures == "multi-chunk") return T > chunk;
+  if (fixtures == "partial-chunk") return T % chunk != 0;
+  if (fixtures == "whole-chunks") return T % chunk == 0;
+  return true;
+}
+
+const Injection* CatalogFault::injection_for(const std::string& backend) const {
+  for (const auto& at : injected_at)
+    if (at.backend == backend || at.backend == "*") return &at;
+  return nullptr;
+}
+
+json CatalogFault::expected_json() const {
+  json j = {{"red", json::array()}, {"green", json::array()}};
+  for (const auto& s : red) j["red"].push_back(s.to_json());
+  for (const auto& s : green) j["green"].push_back(s.to_json());
+  if (sanitizer) j["sanitizer"] = {{"tool", sanitizer->tool}, {"gate", sanitizer->gate}};
+  if (generator) j["refused_by"] = generator->refused_by;
+  return j;
+}
+
+const CatalogFault* Catalog::find(const std::string& id) const {
+  for (const auto& f : faults)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+Catalog load_catalog(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(
+        fmt::format("{}: cannot read the fault catalog (does the file exist?)", path.string()));
+  json root;
+  try {
+    root = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
+  }
+  const Reader top(root, path.string());
+  if (top.text("format") != "deltaproof-falsify-catalog/1")
+    top.fail("format must be 'deltaproof-falsify-catalog/1'");
+  Catalog catalog;
+  catalog.path = path;
+  int index = 0;
+  for (const auto& item : top.list("faults")) {
+    const std::string where = fmt::format("{}: faults[{}]", path.string(), index++);
+    const Reader r(item, where);
+    CatalogFault f;
+    f.id = r.text("id");
+    const Reader named(item, fmt::format("{}: fault '{}'", path.string(), f.id));
+    if (catalog.find(f.id)) named.fail("the id appears twice");
+    f.cls = named.text("class");
+    if (!kClasses.count(f.cls))
+      named.fail(fmt::format("class '{}' is unknown; use kernel, oracle or instrument", f.cls));
+    f.what = named.text("what");
+    const std::string mechanism = named.text("mechanism");
+    if (mechanism == "fault-point")
+      f.mechanism = Mechanism::fault_point;
+    else if (mechanism == "sync-build")
+      f.mechanism = Mechanism::sync_build;
+    else if (mechanism == "generator")
+      f.mechanism = Mechanism::generator;
+    else
+      named.fail(fmt::format("mechanism '{}' is unknown; use fault-point, sync-build or generator",
+                             mechanism));
+    int i = 0;
+    for (const auto& at : named.list("injected_at")) {
+      const Reader a(at, fmt::format("{}, injected_at[{}]", named.where(), i++));
+      f.injected_at.push_back({a.text("backend"), a.text("file"), a.text("marker")});
+    }
+    if (f.injected_at.empty()) named.fail("injected_at is empty: where does the fault live?");
+    f.red = read_selectors(named, "red");
+    f.green = read_selectors(named, "green");
+    if (named.has("sanitizer")) {
+      const Reader s(item.at("sanitizer"), named.where() + ", sanitizer");
+      f.sanitizer = SanitizerExpectation{s.text("tool"), s.text("gate")};
+      if (!kTools.count(f.sanitizer->tool))
+        s.fail(fmt::format("tool '{}' is unknown; use racecheck, initcheck, memcheck or synccheck",
+                           f.sanitizer->tool));
+    }
+    if (named.has("generator")) {
+      const Reader g(item.at("generator"), named.where() + ", generator");
+      f.generator = GeneratorExpectation{g.texts("args"), g.text("fault"), g.texts("refused_by")};
+      if (f.generator->refused_by.empty()) g.fail("refused_by is empty");
+    }
+    if (f.mechanism == Mechanism::generator && !f.generator)
+      named.fail("a generator fault needs a 'generator' object (args, fault, refused_by)");
+    if (f.mechanism != Mechanism::generator && f.red.empty() && !f.sanitizer)
+      named.fail("nothing must go red: give 'red' selectors or a 'sanitizer' expectation");
+    f.note = named.text("note", false);
+    catalog.faults.push_back(std::move(f));
+  }
+  if (catalog.faults.empty()) top.fail("the catalog holds no faults");
+  return catalog;
+}
+
+}  // namespace deltaproof::falsify

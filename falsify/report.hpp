@@ -1,0 +1,57 @@
+// falsify/report.hpp — a campaign's report in Stryker's mutation-testing-report
+// schema, version 2 (reports/schema/mutation-testing-report-v2.schema.json),
+// so it renders in mutation-testing-elements: files -> mutants with id,
+// mutatorName, location, status, statusReason, killedBy. Ours beside them, in
+// each mutant: gate, term, margin, expected, sourceSha256, deltaproofStatus
+// (KilledWrongTerm and GreenBroken map to Stryker's Survived); and a top-level
+// "deltaproof" object: header, baselines, tree check, every fault's outcome,
+// each gate's separation (clean error beside the smallest fault error).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "falsify/campaign.hpp"
+
+namespace deltaproof::falsify {
+
+inline constexpr const char* kFalsifyReportFormat = "deltaproof-falsify-report/1";
+
+// Where a mutant sits: the marker's line and columns in the file (1-based).
+struct MutantSite {
+  std::string file;  // relative to the source tree
+  int line = 1, column = 1, end_line = 1, end_column = 2;
+  bool found = false;
+};
+MutantSite locate(const std::filesystem::path& top, const std::string& file,
+                  const std::string& marker);
+
+// Stryker's status for ours: Killed, Survived (also KilledWrongTerm and
+// GreenBroken: an expectation broken), CompileError, RuntimeError, Timeout, Ignored.
+std::string stryker_status(const std::string& status);
+
+struct ReportMutant {
+  FaultOutcome outcome;
+  std::string what;
+  nlohmann::json expected;
+  MutantSite site;
+  std::string source;  // the file's text when not read from the tree (a patched file)
+};
+
+// `header` becomes the "deltaproof" object (with "faults" added from the mutants).
+nlohmann::json stryker_report(const std::filesystem::path& top,
+                              const std::vector<ReportMutant>& mutants, nlohmann::json header);
+
+// The whole campaign as a report.
+nlohmann::json campaign_report(const CampaignResult& result, const Catalog& catalog,
+                               const CampaignOptions& options, const std::string& command);
+
+// `deltaproof report show` of a falsify report: faults, killers, margins,
+// baselines, the tree check, and each gate's separation with the weak ones.
+void print_falsify_report(const nlohmann::json& report, bool all_gates);
+bool is_falsify_report(const nlohmann::json& report);
+
+}  // namespace deltaproof::falsify

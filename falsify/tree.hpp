@@ -1,0 +1,46 @@
+// falsify/tree.hpp — the user's source tree is never edited: a campaign hashes
+// every tracked file before and after (and fails naming any file that changed),
+// and ad-hoc patches go to a scratch git worktree that is removed afterwards,
+// on success, failure and interrupt alike.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace deltaproof::falsify {
+
+// The top of the git checkout holding `inside`; throws InputError when there
+// is none (or git is missing).
+std::filesystem::path git_toplevel(const std::filesystem::path& inside);
+
+// SHA-256 of every file `git ls-files` lists (path relative to the top ->
+// hex digest; "missing" for a tracked file that is gone). A copy of the tree
+// without .git (the GPU machine's) is walked instead, skipping build* and
+// hidden folders.
+using TreeHashes = std::map<std::string, std::string>;
+TreeHashes hash_tracked_files(const std::filesystem::path& top);
+// The git top of `inside`, or `inside` itself when it is no git checkout.
+std::filesystem::path source_top(const std::filesystem::path& inside);
+// Sentences naming each file whose hash differs: "kernels/cpu/chunk.cpp changed".
+std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHashes& after);
+
+// A detached git worktree of HEAD in a fresh folder under /tmp, removed (and
+// pruned from the repository's worktree list) when this object goes.
+class ScratchWorktree {
+ public:
+  explicit ScratchWorktree(const std::filesystem::path& top);
+  ~ScratchWorktree();
+  ScratchWorktree(const ScratchWorktree&) = delete;
+  ScratchWorktree& operator=(const ScratchWorktree&) = delete;
+  const std::filesystem::path& tree() const { return tree_; }
+  const std::filesystem::path& scratch() const { return scratch_; }
+  std::string head() const { return head_; }
+
+ private:
+  std::filesystem::path top_, scratch_, tree_;
+  std::string head_;
+};
+
+}  // namespace deltaproof::falsify

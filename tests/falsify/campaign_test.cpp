@@ -1,0 +1,223 @@
+// tests/falsify/campaign_test.cpp — the parts of a campaign that decide a
+// fault's status, each shown both ways: judge() against catalog expectations
+// (Killed, Survived, KilledWrongTerm, GreenBroken), the killer and its margin,
+// gate_outcomes() reading a gate-run report, the separation table and its
+// weak gates, sharding, child processes (exit, signal, timeout), the tree
+// hashes and the scratch worktree (removed, the repository untouched).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <set>
+
+#include "core/error.hpp"
+#include "falsify/campaign.hpp"
+#include "falsify/process.hpp"
+#include "falsify/tree.hpp"
+#include "tests/core/temp_folder.hpp"
+
+namespace deltaproof::falsify {
+namespace {
+namespace fs = std::filesystem;
+
+GateOutcome gate(const std::string& name, int T, int chunk, bool red,
+                 std::vector<std::string> terms = {}, double error = 0.0, double bar = 5e-5) {
+  GateOutcome g;
+  g.name = name;
+  g.kind = "oracle";
+  g.T = T;
+  g.chunk = chunk;
+  g.red = red;
+  g.red_terms = std::move(terms);
+  g.error = error;
+  g.bar = bar;
+  g.worst_term = g.red_terms.empty() ? "" : g.red_terms.front();
+  g.reason = red ? "a term above its bar" : "";
+  return g;
+}
+
+// ds-not-handed-back's expectations: red on multi-chunk bwd gates, on gradients.
+CatalogFault glue_fault() {
+  CatalogFault f;
+  f.id = "ds-not-handed-back";
+  f.cls = "kernel";
+  f.red = {{"*.bwd", "", "multi-chunk", {"dk", "dv", "dg"}}};
+  f.green = {{"*", "", "one-chunk", {}}, {"*.fwd", "", "any", {}}};
+  return f;
+}
+
+FaultOutcome judged(const CatalogFault& f, std::vector<GateOutcome> gates) {
+  FaultOutcome o(f.id, f.cls, "cpu-chunk");
+  o.outcomes = std::move(gates);
+  judge(f, o);
+  return o;
+}
+
+TEST(Judge, KilledWhenEveryExpectationHolds) {
+  const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t16-c16.bwd", 16, 16, false),
+                                       gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1e-2),
+                                       gate("g.cpu-chunk.t64-c16.bwd", 64, 16, true, {"dv"}, 1e-3),
+                                       gate("g.cpu-chunk.t32-c16.fwd", 32, 16, false)});
+  EXPECT_EQ(o.status, "Killed") << o.reason;
+  EXPECT_EQ(o.red_gates, 2);
+  // the killer is the expected-red gate the fault cleared its bar by least
+  EXPECT_EQ(o.killer_gate, "g.cpu-chunk.t64-c16.bwd");
+  EXPECT_EQ(o.killer_term, "dv");
+  EXPECT_DOUBLE_EQ(o.margin, 1e-3 / 5e-5);
+}
+
+TEST(Judge, SurvivedWhenNothingIsRed) {
+  const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, false)});
+  EXPECT_EQ(o.status, "Survived");
+  EXPECT_NE(o.reason.find("no gate went red"), std::string::npos) << o.reason;
+}
+
+TEST(Judge, SurvivedWhenAnExpectedRedGateStaysGreen) {
+  const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1),
+                                       gate("g.cpu-chunk.t64-c16.bwd", 64, 16, false)});
+  EXPECT_EQ(o.status, "Survived");
+  ASSERT_EQ(o.broken.size(), 1u);
+  EXPECT_EQ(o.broken[0], "g.cpu-chunk.t64-c16.bwd must go red and stayed green");
+}
+
+TEST(Judge, KilledWrongTermWhenRedOutsideTheExpectedTerms) {
+  const auto o =
+      judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk", "dh0"}, 1)});
+  EXPECT_EQ(o.status, "KilledWrongTerm");
+  EXPECT_NE(o.broken.at(0).find("red on dk, dh0; expected red only on dg, dk, dv"),
+            std::string::npos)
+      << o.broken.at(0);
+}
+
+TEST(Judge, GreenBrokenWhenAnExpectedGreenGateGoesRed) {
+  const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1),
+                                       gate("g.cpu-chunk.t16-c16.bwd", 16, 16, true, {"dk"}, 1)});
+  EXPECT_EQ(o.status, "GreenBroken");
+  EXPECT_NE(o.broken.at(0).find("t16-c16.bwd must stay green"), std::string::npos);
+}
+
+TEST(Judge, ExceptLeavesGatesOutOfASelector) {
+  CatalogFault f;
+  f.id = "h0-ignored";
+  f.red = {{"*.fwd", "*-edge.*", "any", {"o"}}};
+  f.green = {{"*-edge.*", "", "any", {}}};
+  EXPECT_EQ(judged(f, {gate("g.c.t32.fwd", 32, 16, true, {"o"}, 1),
+                       gate("g.c.t32-edge.fwd", 32, 16, false)})
+                .status,
+            "Killed");
+  EXPECT_EQ(judged(f, {gate("g.c.t32.fwd", 32, 16, true, {"o"}, 1),
+                       gate("g.c.t32-edge.fwd", 32, 16, true, {"o"}, 1)})
+                .status,
+            "GreenBroken");
+}
+
+TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
+  const nlohmann::json report = nlohmann::json::parse(R"({"gates": [
+    {"name": "a", "kind": "oracle", "phase": "bwd", "verdict": "fail", "reasons": ["dq: NaN"],
+     "fixture": {"spec": {"T": "40", "chunk": "16"}},
+     "terms": [{"term": "o", "status": "pass", "rel": 1e-7, "bar": 3e-5},
+               {"term": "dq", "status": "fail", "rel": null, "bar": 5e-5, "non_finite": 3},
+               {"term": "dk", "status": "fail", "rel": 2e-3, "bar": 5e-5, "non_finite": 0},
+               {"term": "dv", "status": "not_compared", "rel": null, "bar": 5e-5}]},
+    {"name": "b", "kind": "split-call", "phase": "bwd", "verdict": "pass",
+     "fixture": {"spec": {"T": "40", "chunk": "16"}},
+     "terms": [{"term": "o split at t=16", "status": "pass", "rel": 0.6, "bar": 0}]}]})");
+  const auto gates = gate_outcomes(report);
+  ASSERT_EQ(gates.size(), 2u);
+  EXPECT_TRUE(gates[0].red);
+  EXPECT_EQ(gates[0].T, 40);
+  EXPECT_EQ(gates[0].chunk, 16);
+  EXPECT_EQ(gates[0].red_terms, (std::vector<std::string>{"dq", "dk"}));
+  EXPECT_TRUE(std::isinf(gates[0].error)) << "NaN outputs are an unbounded error";
+  EXPECT_EQ(gates[0].worst_term, "dq");
+  EXPECT_DOUBLE_EQ(gates[0].clean_error, 1e-7);
+  EXPECT_FALSE(gates[1].red);
+  EXPECT_EQ(gates[1].clean_error, 0.0) << "a bitwise relation's moved terms are not an error";
+}
+
+TEST(Separation, ListsTheSmallestKernelFaultErrorAndFlagsWeakGates) {
+  BaselineOutcome b;
+  b.backend = "cpu-chunk";
+  GateOutcome clean = gate("g.cpu-chunk.t32-c16.bwd", 32, 16, false);
+  clean.clean_error = 1e-5;
+  clean.clean_term = "dg";
+  b.clean = {clean};
+  FaultOutcome strong("strong", "kernel", "cpu-chunk"), weak("weak", "kernel", "cpu-chunk"),
+      instrument("metric", "instrument", "cpu-chunk");
+  strong.outcomes = {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1.0)};
+  weak.outcomes = {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dv"}, 6e-5)};
+  instrument.outcomes = {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"o"}, 1e-9)};
+  auto rows = separation({b}, {strong, instrument});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].smallest_fault, "strong") << "instrument faults are not kernel errors";
+  EXPECT_FALSE(rows[0].weak);
+  rows = separation({b}, {strong, weak});
+  EXPECT_EQ(rows[0].smallest_fault, "weak");
+  EXPECT_DOUBLE_EQ(rows[0].ratio, 6.0);
+  EXPECT_TRUE(rows[0].weak) << "6x between clean and fault is below 10x";
+}
+
+TEST(Shard, SplitsTheCatalogWithoutOverlapOrLoss) {
+  Catalog c;
+  for (int i = 0; i < 7; ++i) {
+    c.faults.emplace_back();
+    c.faults.back().id = "f" + std::to_string(i);
+  }
+  std::set<std::string> seen;
+  for (int i = 1; i <= 3; ++i)
+    for (const auto* f : shard_faults(c, {}, i, 3)) EXPECT_TRUE(seen.insert(f->id).second);
+  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_EQ(shard_faults(c, {"f3", "f5"}, 2, 2).size(), 1u);
+  EXPECT_THROW(shard_faults(c, {"nope"}, 1, 1), InputError);
+}
+
+TEST(Process, ReportsExitSignalAndTimeout) {
+  auto r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.log.find("out"), std::string::npos);
+  EXPECT_NE(r.log.find("err"), std::string::npos);
+  r = run_process({"sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(r.signal, SIGSEGV);
+  r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, 0.3);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 5.0) << "the timeout must kill the whole process group";
+}
+
+void git(const fs::path& dir, const std::string& args) {
+  const auto r = run_process(
+      {"sh", "-c", "cd '" + dir.string() + "' && git -c user.email=t@t -c user.name=t " + args});
+  ASSERT_EQ(r.exit_code, 0) << args << ": " << r.log;
+}
+
+TEST(Tree, HashesNameEveryChangedTrackedFile) {
+  testing::TempFolder dir;
+  git(dir.path(), "init -q . && echo a > a.txt && echo b > b.txt && git add . && git commit -qm x");
+  const auto before = hash_tracked_files(dir.path());
+  EXPECT_EQ(before.size(), 2u);
+  EXPECT_TRUE(tree_differences(before, hash_tracked_files(dir.path())).empty());
+  std::ofstream(dir.path() / "a.txt", std::ios::app) << "!";
+  fs::remove(dir.path() / "b.txt");
+  const auto changes = tree_differences(before, hash_tracked_files(dir.path()));
+  EXPECT_EQ(changes, (std::vector<std::string>{"a.txt changed", "b.txt was deleted"}));
+}
+
+TEST(Tree, ScratchWorktreeIsRemovedAndLeavesTheRepositoryAsItWas) {
+  testing::TempFolder dir;
+  git(dir.path(), "init -q . && echo a > a.txt && git add . && git commit -qm x");
+  const auto before = hash_tracked_files(dir.path());
+  fs::path scratch;
+  {
+    ScratchWorktree worktree(dir.path());
+    scratch = worktree.scratch();
+    ASSERT_TRUE(fs::exists(worktree.tree() / "a.txt"));
+    std::ofstream(worktree.tree() / "a.txt") << "patched";
+  }
+  EXPECT_FALSE(fs::exists(scratch));
+  EXPECT_TRUE(tree_differences(before, hash_tracked_files(dir.path())).empty());
+  const auto list = run_process({"git", "-C", dir.path().string(), "worktree", "list"});
+  EXPECT_EQ(std::count(list.log.begin(), list.log.end(), '\n'), 1) << list.log;
+}
+
+}  // namespace
+}  // namespace deltaproof::falsify
