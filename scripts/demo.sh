@@ -3,7 +3,9 @@
 # fixtures from the quad oracle into build/demo-fixtures with every self-check,
 # print the self-check table, show that they match the committed ones, run
 # every CPU gate on them (the CUDA gates run on a GPU machine:
-# scripts/gpu-gates.sh), and print the report of one multi-chunk gate term by term.
+# scripts/gpu-gates.sh), print the report of one multi-chunk gate term by
+# term, and run the falsification campaign of the fault catalog on the CPU
+# backends (every fault killed as the catalog expects, the tree unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -24,3 +26,12 @@ echo "== one multi-chunk gate, term by term (16 chunks of 16 tokens)"
 ./build/bin/deltaproof gate run 'gdn2.cpu-chunk.t256-c16.bwd' --fixtures build/demo-fixtures \
   --replay 1 --report build/demo-one.json >/dev/null
 ./build/bin/deltaproof report show build/demo-one.json
+echo
+echo "== can these gates fail? The fault catalog's campaign on the CPU backends"
+echo "   (falsify build; baselines both ways, then every fault judged against"
+echo "   falsify/catalog.json; report: build-falsify/demo-falsify.json)"
+cmake --preset falsify >/dev/null
+cmake --build build-falsify -j "$(nproc)" --target deltaproof >/dev/null
+./build-falsify/bin/deltaproof falsify run --fixtures build/demo-fixtures \
+  --report build-falsify/demo-falsify.json
+./build-falsify/bin/deltaproof report show build-falsify/demo-falsify.json
