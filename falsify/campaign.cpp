@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -144,6 +145,27 @@ std::vector<GateOutcome> gate_outcomes(const json& report) {
     out.push_back(o);
   }
   return out;
+}
+
+// Parses compute-sanitizer's summary: "RACECHECK SUMMARY: N hazards
+// displayed (...)" (racecheck) or "ERROR SUMMARY: N errors" (the others; a
+// second "ERROR SUMMARY: M errors were not printed" line is not the total).
+json sanitizer_summary(const std::string& tool, const std::string& log, int exit_code) {
+  const std::regex pattern(tool == "racecheck" ? R"(RACECHECK SUMMARY: (\d+) hazards? displayed.*)"
+                                               : R"(ERROR SUMMARY: (\d+) errors?)");
+  long count = -1;
+  std::string summary = "no summary line in the sanitizer's output";
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::smatch match;
+    if (line.find("not printed") != std::string::npos || !std::regex_search(line, match, pattern))
+      continue;
+    count = std::stol(match[1].str());
+    summary = match[0].str();
+    break;
+  }
+  return {{"summary", summary}, {"count", count}, {"exit_code", exit_code}};
 }
 
 json FaultOutcome::to_json() const {
@@ -337,23 +359,6 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
 
 namespace {
 
-// Parses compute-sanitizer's summary: hazards (racecheck) or errors (the others).
-json sanitizer_summary(const std::string& tool, const ProcessResult& r) {
-  const std::regex pattern(tool == "racecheck" ? R"(RACECHECK SUMMARY: (\d+) hazard[^\n]*)"
-                                               : R"(ERROR SUMMARY: (\d+) error[^\n]*)");
-  std::smatch match;
-  long count = -1;
-  std::string line;
-  for (auto it = std::sregex_iterator(r.log.begin(), r.log.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    count = std::stol((*it)[1].str());
-    line = (*it)[0].str();
-  }
-  return {{"summary", line.empty() ? "no summary line in the sanitizer's output" : line},
-          {"count", count},
-          {"exit_code", r.exit_code}};
-}
-
 struct Runner {
   const Catalog& catalog;
   const CampaignOptions& options;
@@ -439,7 +444,7 @@ struct Runner {
     argv.push_back(want.gate);
     const ProcessResult r = run_process(argv, options.timeout_s);
     o.seconds += r.seconds;
-    const json summary = sanitizer_summary(want.tool, r);
+    const json summary = sanitizer_summary(want.tool, r.log, r.exit_code);
     o.sanitizer.update(summary);
     o.sanitizer["caught"] = summary["count"].get<long>() > 0;
   }

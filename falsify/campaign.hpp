@@ -46,6 +46,11 @@ struct GateOutcome {
 // Reads the "gates" of a deltaproof-report/1.
 std::vector<GateOutcome> gate_outcomes(const nlohmann::json& report);
 
+// compute-sanitizer's verdict in `log`: {summary, count, exit_code}; count is
+// the hazards (racecheck) or errors (the other tools) of its summary line, -1
+// when there is none.
+nlohmann::json sanitizer_summary(const std::string& tool, const std::string& log, int exit_code);
+
 struct FaultOutcome {
   FaultOutcome() = default;
   FaultOutcome(std::string fault_id, std::string fault_class, std::string backend_name)

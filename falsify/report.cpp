@@ -202,7 +202,7 @@ void print_falsify_report(const json& report, bool all_gates) {
     fmt::print("{:<34} {:<10} {:<15} {:<16} {:<36} {:<7} {:>9}\n", f.value("fault", ""),
                f.value("class", ""), f.value("backend", ""), f.value("status", ""),
                f.value("gate", ""), f.value("term", ""),
-               f.value("status", "") == "Ignored" ? "" : figure(f["margin"]));
+               f.value("status", "") == "Ignored" ? "" : f.value("margin_text", "-"));
     const json& san = f["sanitizer"];
     if (san.is_object())
       fmt::print("    {} on {}: {}\n", san.value("tool", ""), san.value("gate", ""),

@@ -136,6 +136,20 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
   EXPECT_EQ(gates[1].clean_error, 0.0) << "a bitwise relation's moved terms are not an error";
 }
 
+TEST(Sanitizer, ReadsTheTotalNotTheUnprintedRemainder) {
+  const std::string initcheck =
+      "========= Uninitialized __global__ memory read of size 4 bytes\n"
+      "========= ERROR SUMMARY: 8192 errors\n"
+      "========= ERROR SUMMARY: 8092 errors were not printed. Use --print-limit option\n";
+  EXPECT_EQ(sanitizer_summary("initcheck", initcheck, 0)["count"], 8192);
+  EXPECT_EQ(sanitizer_summary("memcheck", "========= ERROR SUMMARY: 0 errors\n", 0)["count"], 0);
+  const auto race = sanitizer_summary(
+      "racecheck", "========= RACECHECK SUMMARY: 5 hazards displayed (1 error, 4 warnings)\n", 1);
+  EXPECT_EQ(race["count"], 5);
+  EXPECT_EQ(race["summary"], "RACECHECK SUMMARY: 5 hazards displayed (1 error, 4 warnings)");
+  EXPECT_EQ(sanitizer_summary("racecheck", "no GPU\n", 2)["count"], -1);
+}
+
 TEST(Separation, ListsTheSmallestKernelFaultErrorAndFlagsWeakGates) {
   BaselineOutcome b;
   b.backend = "cpu-chunk";
