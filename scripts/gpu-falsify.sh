@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# scripts/gpu-falsify.sh OUT_DIR — the falsification campaign of the CUDA
+# scripts/gpu-falsify.sh OUT_DIR — the falsification campaign of the CPU and CUDA
 # backends (falsify/catalog.json) on a machine with an NVIDIA GPU:
-#   falsify-cuda.json       the campaign's report (Stryker schemaVersion 2 +
+#   falsify-gpu.json       the campaign's report (Stryker schemaVersion 2 +
 #                           "deltaproof"): baselines both ways over every CUDA
 #                           gate, each fault's status, killer, margin, and the
 #                           racecheck / initcheck evidence the catalog asks for
-#   falsify-cuda.txt        the campaign as printed
-#   falsify-cuda-show.txt   `deltaproof report show --all-gates` of it
+#   falsify-gpu.txt        the campaign as printed
+#   falsify-gpu-show.txt   `deltaproof report show --all-gates` of it
 #   summary.txt             one line per step (appended)
 # FALSIFY_BIN: a falsify build's deltaproof (default build-falsify/bin/deltaproof);
 # SYNC_BIN_MISSING_BARRIER: the build with -DDELTAPROOF_SYNC_FAULT=missing-barrier-bk2
@@ -22,8 +22,8 @@ sync_bin=${SYNC_BIN_MISSING_BARRIER:-build-sync-missing-barrier-bk2/bin/deltapro
 if [[ ! -x $falsify ]]; then
   cmake --preset falsify >/dev/null && cmake --build build-falsify -j "$(nproc)" --target deltaproof
 fi
-args=(--backend cuda-chunk --backend cuda-recurrent --source . --report "$out/falsify-cuda.json")
+args=(--backend cpu-chunk --backend cpu-recurrent --backend cuda-chunk --backend cuda-recurrent --source . --report "$out/falsify-gpu.json")
 [[ -x $sync_bin ]] && args+=(--sync-binary "missing-barrier-bk2=$sync_bin")
-"$falsify" falsify run "${args[@]}" >"$out/falsify-cuda.txt" 2>&1
-summary "falsify run (CUDA backends): exit $? ($(grep -E 'faults ran' "$out/falsify-cuda.txt"))"
-"$falsify" report show "$out/falsify-cuda.json" --all-gates >"$out/falsify-cuda-show.txt" 2>&1
+"$falsify" falsify run "${args[@]}" >"$out/falsify-gpu.txt" 2>&1
+summary "falsify run (CPU and CUDA backends): exit $? ($(grep -E 'faults ran' "$out/falsify-gpu.txt"))"
+"$falsify" report show "$out/falsify-gpu.json" --all-gates >"$out/falsify-gpu-show.txt" 2>&1
