@@ -164,6 +164,7 @@ int run(const FalsifyArguments& a, const std::string& command_line, const std::s
   for (const auto& o : result.outcomes) ++counts[o.status];
   std::vector<std::string> count_text;
   for (const auto& [status, n] : counts) count_text.push_back(fmt::format("{} {}", n, status));
+  if (count_text.empty()) count_text.push_back("none");
   int weak = 0;
   for (const auto& s : result.separation) weak += s.weak;
   fmt::print(

@@ -29,7 +29,7 @@ const std::vector<FaultInfo>& fault_catalog() {
       {Fault::dht_ignored, "dht-ignored", "the cotangent of the final state (dht) is ignored"},
       {Fault::partial_chunk_reads_past_t, "partial-chunk-reads-past-t",
        "the partial last chunk reads a whole chunk of rows, past T"},
-      {Fault::h0_ignored, "h0-ignored", "the initial state h0 is taken as zero (CPU kernels)"},
+      {Fault::h0_ignored, "h0-ignored", "the initial state h0 is taken as zero"},
       {Fault::global_scratch_read_before_write, "global-scratch-read-before-write",
        "CUDA: BK2's global dU scratch is not zeroed and holds stale garbage (0xFF bytes)",
        FaultClass::kernel, true},

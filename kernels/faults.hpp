@@ -28,7 +28,7 @@ enum class Fault {
   dh0_not_written,              // dh0 left unwritten
   dht_ignored,                  // the last chunk's dS_end taken as zero, not dht
   partial_chunk_reads_past_t,   // the partial last chunk reads chunk-size rows, past T
-  h0_ignored,                   // the initial state h0 taken as zero (CPU kernels)
+  h0_ignored,                   // the initial state h0 taken as zero
   // CUDA kernels only
   global_scratch_read_before_write,  // a global scratch buffer holds stale garbage (0xFF)
   global_scratch_unwritten,          // a global scratch buffer is never written before it is read

@@ -59,6 +59,7 @@ CudaFaults active_faults() {
   f.dh0_not_written = DELTAPROOF_FAULT(dh0_not_written);
   f.dht_ignored = DELTAPROOF_FAULT(dht_ignored);
   f.partial_chunk_reads_past_t = DELTAPROOF_FAULT(partial_chunk_reads_past_t);
+  f.h0_ignored = DELTAPROOF_FAULT(h0_ignored);
   f.global_scratch_read_before_write = DELTAPROOF_FAULT(global_scratch_read_before_write);
   f.global_scratch_unwritten = DELTAPROOF_FAULT(global_scratch_unwritten);
   return f;

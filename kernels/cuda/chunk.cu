@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   auto load_h0 = [&] {
     for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
       const int k = idx / cols, j = idx % cols;
-      S[k * Ss + j] = p.h0[st(p.H, K, V, b, h, k, v0 + j)];
+      S[k * Ss + j] = DP_FAULT(p.faults, h0_ignored) ? 0.0f : p.h0[st(p.H, K, V, b, h, k, v0 + j)];
     }
   };
   // chunk c's operands, asked for a chunk ahead

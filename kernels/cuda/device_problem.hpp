@@ -28,6 +28,7 @@ struct CudaFaults {
   bool dh0_not_written = false;
   bool dht_ignored = false;
   bool partial_chunk_reads_past_t = false;
+  bool h0_ignored = false;
   bool global_scratch_read_before_write = false;  // a global scratch buffer holds garbage
   bool global_scratch_unwritten = false;          // ... is never written before it is read
 };

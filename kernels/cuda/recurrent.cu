@@ -314,9 +314,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
   float* o_partials = cursor + 2 * Traits::kColumnPartials;
   const int num_segments = ceil_div(p.T, Traits::kSegment);
 
-  // S_0 = h0
+  // S_0 = h0 (zero under the h0_ignored fault)
   OwnedRows state;
   load_state(state, p.h0 + st(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
+  if (DP_FAULT(p.faults, h0_ignored))
+    for (float& x : state) x = 0.0f;
 
   for (int t_begin = 0; t_begin < p.T; t_begin += Traits::kTokenTile) {
     const int count = min(Traits::kTokenTile, p.T - t_begin);
