@@ -50,8 +50,8 @@ namespace bars {
 constexpr PhaseBars recurrent{{5e-6, 2.9e-7, "kda/t192-c64 o"}, {5e-6, 4.4e-7, "gdn2/t200-c64 dg"}};
 // cpu-chunk, f32 WY chunks. Clean: the worst term over the 33 fixtures
 // (`gate run '*.cpu-chunk.*'`). Fault: over every catalog fault switched on
-// alone (`gate run --fault ID` in the falsify build), the smallest error of a
-// red gate: the fault that comes closest to the bar.
+// alone, the smallest error of a red gate: the fault that comes closest to the
+// bar (`falsify run`, then `report show --all-gates`: the separation table).
 constexpr PhaseBars chunk{
     {3e-5, 3.0e-6, "kda/t64-c64 ht", 1.0e-2, "state-not-carried: gdn/t32-c16-stress"},
     {5e-5, 8.1e-6, "kda/t64-c64 dg", 3.3e-3, "ds-not-handed-back: gdn/t32-c16-stress"}};
