@@ -232,9 +232,15 @@ void print_falsify_report(const json& report, bool all_gates) {
     fmt::print("({} weak gates of {} shown; --all-gates lists every gate)\n", shown,
                d["separation"].size());
   const json& summary = d["summary"];
-  fmt::print("\n{} faults: {}; {} weak gates, {} gates no kernel fault turned red; verdict {}\n",
-             summary.value("faults", 0), summary["statuses"].dump(), weak,
-             summary.value("unfalsified_gates", 0), d.value("verdict", "?"));
+  std::vector<std::string> counts;
+  for (const auto& [status, n] : summary["statuses"].items())
+    counts.push_back(fmt::format("{} {}", n.get<int>(), status));
+  fmt::print(
+      "\n{} (fault, backend) runs: {}; {} weak gates, {} gates no kernel fault turned red; "
+      "verdict {}\n",
+      summary.value("faults", 0),
+      counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")), weak,
+      summary.value("unfalsified_gates", 0), d.value("verdict", "?"));
 }
 
 }  // namespace deltaproof::falsify

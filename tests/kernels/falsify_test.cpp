@@ -13,6 +13,15 @@
 #include "tests/kernels/fixture_compare.hpp"
 
 namespace deltaproof::testing {
+namespace {}  // namespace
+}  // namespace deltaproof::testing
+
+namespace deltaproof::kernels {
+// What ctest lists beside each test: the fault's id, not its bytes.
+void PrintTo(const FaultInfo& info, std::ostream* out) { *out << info.id; }
+}  // namespace deltaproof::kernels
+
+namespace deltaproof::testing {
 namespace {
 
 class EveryFault : public ::testing::TestWithParam<kernels::FaultInfo> {
