@@ -26,12 +26,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string figure(double x) {
-  if (std::isnan(x)) return "-";
-  if (std::isinf(x)) return "inf";
-  return fmt::format("{:.2e}", x);
-}
-
 int spec_int(const json& gate, const char* key) {
   if (!gate.contains("fixture") || !gate["fixture"].is_object()) return 0;
   const json& spec = gate["fixture"].value("spec", json::object());
@@ -43,24 +37,6 @@ int spec_int(const json& gate, const char* key) {
 // The term a row speaks of: "dk" for an oracle gate's "dk", and for a
 // metamorphic relation's label ("dk split at t=16") its first word.
 std::string term_of(const std::string& label) { return label.substr(0, label.find(' ')); }
-
-// A scratch folder under /tmp for one campaign's child reports and logs.
-class ScratchFolder {
- public:
-  ScratchFolder() {
-    char pattern[] = "/tmp/deltaproof-falsify-XXXXXX";
-    if (!::mkdtemp(pattern)) throw InputError("cannot create a scratch folder under /tmp");
-    path_ = pattern;
-  }
-  ~ScratchFolder() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // A kernel whose every output is NaN: the poison baseline. It runs the real
 // kernel first, so the execution record (path evidence) is the real one.
@@ -187,7 +163,7 @@ json FaultOutcome::to_json() const {
           {"error", number(killer_error)},
           {"bar", killer_bar},
           {"margin", number(margin)},
-          {"margin_text", figure(margin)},
+          {"margin_text", gates::figure_text(margin)},
           {"red_gates", red_gates},
           {"gates", gates},
           {"broken", broken},
@@ -263,6 +239,37 @@ BaselineOutcome run_baseline(const std::string& backend, const std::vector<gates
   }
   b.clean = gate_outcomes(clean_report);
   return b;
+}
+
+bool run_gates_in_child(const std::string& binary, const fs::path& fixtures_dir,
+                        const std::string& fault_switch, const std::vector<gates::Gate>& gates,
+                        const fs::path& report, double timeout_s, FaultOutcome& o) {
+  std::vector<std::string> argv = {
+      binary, "gate", "run", "--fixtures", fixtures_dir.string(), "--report", report.string()};
+  if (!fault_switch.empty()) {
+    argv.push_back("--fault");
+    argv.push_back(fault_switch);
+  }
+  for (const auto& g : gates) argv.push_back(g.name);
+  const ProcessResult r = run_process(argv, timeout_s);
+  o.seconds += r.seconds;
+  if (r.timed_out) {
+    o.status = "Timeout";
+    o.reason = fmt::format("the gate run passed the {:.0f} s limit and was stopped (--timeout)",
+                           timeout_s);
+    return false;
+  }
+  const json parsed = read_json_file(report);
+  if ((r.exit_code != 0 && r.exit_code != 1) || parsed.is_null()) {
+    o.status = "RuntimeError";
+    o.reason = fmt::format("the gate run {} and left {}: {}",
+                           r.signal ? fmt::format("died of signal {}", r.signal)
+                                    : fmt::format("exited {}", r.exit_code),
+                           parsed.is_null() ? "no report" : "a report", r.tail(4));
+    return false;
+  }
+  o.outcomes = gate_outcomes(parsed);
+  return true;
 }
 
 void judge(const CatalogFault& fault, FaultOutcome& o) {
@@ -348,56 +355,32 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
     o.reason = fmt::format("{}; {} red on terms the catalog does not expect", summary, wrong_term);
   } else {
     o.status = "Killed";
-    o.reason =
-        killer ? fmt::format(
-                     "{}; every expectation held; killed by {} on {} (rel {} / "
-                     "bar {:.1e})",
-                     summary, o.killer_gate, o.killer_term, figure(o.killer_error), o.killer_bar)
-               : summary + "; every expectation held";
+    o.reason = killer ? fmt::format(
+                            "{}; every expectation held; killed by {} on {} (rel {} / "
+                            "bar {:.1e})",
+                            summary, o.killer_gate, o.killer_term,
+                            gates::figure_text(o.killer_error), o.killer_bar)
+                      : summary + "; every expectation held";
   }
 }
 
 namespace {
 
 struct Runner {
+  Runner(const Catalog& catalog_in, const CampaignOptions& options_in, fs::path top_in)
+      : catalog(catalog_in), options(options_in), top(std::move(top_in)) {}
   const Catalog& catalog;
   const CampaignOptions& options;
   fs::path top;
-  ScratchFolder scratch;
+  ScratchFolder scratch{"deltaproof-falsify"};               // child reports
   std::map<std::string, std::vector<gates::Gate>> gates_of;  // backend -> its campaign gates
   int child = 0;
 
-  // `deltaproof gate run` in a child: the outcome's gates, or a RuntimeError/Timeout.
   bool run_gates(const std::string& binary, const std::string& fault_switch,
                  const std::string& backend, FaultOutcome& o) {
-    const fs::path report = scratch.path() / fmt::format("gates-{}.json", child++);
-    std::vector<std::string> argv = {
-        binary,     "gate",         "run", "--fixtures", options.fixtures_dir.string(),
-        "--report", report.string()};
-    if (!fault_switch.empty()) {
-      argv.push_back("--fault");
-      argv.push_back(fault_switch);
-    }
-    for (const auto& g : gates_of.at(backend)) argv.push_back(g.name);
-    const ProcessResult r = run_process(argv, options.timeout_s);
-    o.seconds += r.seconds;
-    if (r.timed_out) {
-      o.status = "Timeout";
-      o.reason = fmt::format("the gate run passed the {:.0f} s limit and was stopped (--timeout)",
-                             options.timeout_s);
-      return false;
-    }
-    const json parsed = read_json_file(report);
-    if ((r.exit_code != 0 && r.exit_code != 1) || parsed.is_null()) {
-      o.status = "RuntimeError";
-      o.reason = fmt::format("the gate run {} and left {}: {}",
-                             r.signal ? fmt::format("died of signal {}", r.signal)
-                                      : fmt::format("exited {}", r.exit_code),
-                             parsed.is_null() ? "no report" : "a report", r.tail(4));
-      return false;
-    }
-    o.outcomes = gate_outcomes(parsed);
-    return true;
+    return run_gates_in_child(binary, options.fixtures_dir, fault_switch, gates_of.at(backend),
+                              scratch.path() / fmt::format("gates-{}.json", child++),
+                              options.timeout_s, o);
   }
 
   // The deltaproof binary of a sync fault: prebuilt (--sync-binary) or built here.
@@ -591,74 +574,87 @@ std::vector<Separation> separation(const std::vector<BaselineOutcome>& baselines
   return out;
 }
 
-CampaignResult run_campaign(const Catalog& catalog, const CampaignOptions& options) {
+void run_tree_checked(RunRecord& record, const std::function<void()>& body) {
   const auto start = std::chrono::steady_clock::now();
-  CampaignResult result;
   catch_interrupts();
-  result.source_top = source_top(options.source_dir);
-  const TreeHashes before = hash_tracked_files(result.source_top);
-  result.tracked_files = before.size();
-  Runner runner{catalog, options, result.source_top, {}, {}};
-  const auto faults =
-      shard_faults(catalog, options.fault_ids, options.shard_index, options.shard_count);
+  const TreeHashes before = hash_tracked_files(record.source_top);
+  record.tracked_files = before.size();
   try {
-    for (const auto& backend : options.backends) {
-      runner.gates_of[backend] = campaign_gates(options.fixtures_dir, backend, options.gate_globs);
-      options.progress(fmt::format("baseline {}: {} gates clean, then poisoned", backend,
-                                   runner.gates_of[backend].size()));
-      result.baselines.push_back(
-          run_baseline(backend, runner.gates_of[backend], options.fixtures_dir));
-      const auto& b = result.baselines.back();
-      options.progress(fmt::format("  clean {}/{} green, poison {}/{} red{}", b.clean_green,
-                                   b.gates, b.poison_red, b.gates, b.ok() ? "" : ": FAILED"));
-      for (std::size_t i = 0; i < b.problems.size() && i < 5; ++i)
-        options.progress("    " + b.problems[i]);
-      result.baseline_ok = result.baseline_ok && b.ok();
-    }
-    if (result.baseline_ok) {
-      int done = 0;
-      for (const CatalogFault* fault : faults) {
-        ++done;
-        std::vector<FaultOutcome> fault_outcomes;
-        if (fault->mechanism == Mechanism::generator) {
-          fault_outcomes.push_back(runner.run_generator(*fault));
-        } else {
-          for (const auto& backend : options.backends) {
-            if (!fault->injection_for(backend)) continue;
-            fault_outcomes.push_back(runner.run_point(*fault, backend));
-          }
-          if (fault_outcomes.empty()) {
-            FaultOutcome o{fault->id, fault->cls, "-"};
-            std::vector<std::string> where;
-            for (const auto& at : fault->injected_at) where.push_back(at.backend);
-            o.status = "Ignored";
-            o.reason = fmt::format("lives in {}; none of them is under test here ({})",
-                                   fmt::join(where, ", "), fmt::join(options.backends, ", "));
-            fault_outcomes.push_back(o);
-          }
-        }
-        for (auto& o : fault_outcomes) {
-          options.progress(fmt::format(
-              "[{}/{}] {:<34} {:<15} {:<16} {}", done, faults.size(), o.fault, o.backend, o.status,
-              o.status == "Ignored" || o.killer_gate.empty()
-                  ? o.reason
-                  : fmt::format("{} {} margin {} ({:.1f} s)", o.killer_gate, o.killer_term,
-                                figure(o.margin), o.seconds)));
-          if (!o.ok())
-            for (std::size_t i = 0; i < o.broken.size() && i < 4; ++i)
-              options.progress("      " + o.broken[i]);
-          if (!o.ok() && o.broken.empty()) options.progress("      " + o.reason);
-          result.outcomes.push_back(std::move(o));
-        }
-      }
-    }
+    body();
   } catch (const Interrupted&) {
-    result.interrupted = true;
+    record.interrupted = true;
     clear_interrupt();  // the tree check below runs git
   }
+  record.tree_changes = tree_differences(before, hash_tracked_files(record.source_top));
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::map<std::string, std::vector<gates::Gate>> run_baselines(
+    const std::vector<std::string>& backends, const fs::path& fixtures_dir,
+    const std::vector<std::string>& globs, const std::function<void(const std::string&)>& progress,
+    RunRecord& record) {
+  std::map<std::string, std::vector<gates::Gate>> gates_of;
+  for (const auto& backend : backends) {
+    gates_of[backend] = campaign_gates(fixtures_dir, backend, globs);
+    progress(fmt::format("baseline {}: {} gates clean, then poisoned", backend,
+                         gates_of[backend].size()));
+    record.baselines.push_back(run_baseline(backend, gates_of[backend], fixtures_dir));
+    const auto& b = record.baselines.back();
+    progress(fmt::format("  clean {}/{} green, poison {}/{} red{}", b.clean_green, b.gates,
+                         b.poison_red, b.gates, b.ok() ? "" : ": FAILED"));
+    for (std::size_t i = 0; i < b.problems.size() && i < 5; ++i) progress("    " + b.problems[i]);
+    record.baseline_ok = record.baseline_ok && b.ok();
+  }
+  return gates_of;
+}
+
+CampaignResult run_campaign(const Catalog& catalog, const CampaignOptions& options) {
+  CampaignResult result;
+  result.source_top = source_top(options.source_dir);
+  Runner runner(catalog, options, result.source_top);
+  const auto faults =
+      shard_faults(catalog, options.fault_ids, options.shard_index, options.shard_count);
+  run_tree_checked(result, [&] {
+    runner.gates_of = run_baselines(options.backends, options.fixtures_dir, options.gate_globs,
+                                    options.progress, result);
+    if (!result.baseline_ok) return;
+    int done = 0;
+    for (const CatalogFault* fault : faults) {
+      ++done;
+      std::vector<FaultOutcome> fault_outcomes;
+      if (fault->mechanism == Mechanism::generator) {
+        fault_outcomes.push_back(runner.run_generator(*fault));
+      } else {
+        for (const auto& backend : options.backends) {
+          if (!fault->injection_for(backend)) continue;
+          fault_outcomes.push_back(runner.run_point(*fault, backend));
+        }
+        if (fault_outcomes.empty()) {
+          FaultOutcome o{fault->id, fault->cls, "-"};
+          std::vector<std::string> where;
+          for (const auto& at : fault->injected_at) where.push_back(at.backend);
+          o.status = "Ignored";
+          o.reason = fmt::format("lives in {}; none of them is under test here ({})",
+                                 fmt::join(where, ", "), fmt::join(options.backends, ", "));
+          fault_outcomes.push_back(o);
+        }
+      }
+      for (auto& o : fault_outcomes) {
+        options.progress(fmt::format(
+            "[{}/{}] {:<34} {:<15} {:<16} {}", done, faults.size(), o.fault, o.backend, o.status,
+            o.status == "Ignored" || o.killer_gate.empty()
+                ? o.reason
+                : fmt::format("{} {} margin {} ({:.1f} s)", o.killer_gate, o.killer_term,
+                              gates::figure_text(o.margin), o.seconds)));
+        if (!o.ok())
+          for (std::size_t i = 0; i < o.broken.size() && i < 4; ++i)
+            options.progress("      " + o.broken[i]);
+        if (!o.ok() && o.broken.empty()) options.progress("      " + o.reason);
+        result.outcomes.push_back(std::move(o));
+      }
+    }
+  });
   result.separation = separation(result.baselines, result.outcomes);
-  result.tree_changes = tree_differences(before, hash_tracked_files(result.source_top));
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

@@ -109,18 +109,37 @@ struct CampaignOptions {
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 
-struct CampaignResult {
+// What a campaign and a patch run share: the tree they checked, the
+// baselines, the outcomes.
+struct RunRecord {
   std::filesystem::path source_top;
   std::vector<BaselineOutcome> baselines;
   bool baseline_ok = true;
   std::vector<FaultOutcome> outcomes;
-  std::vector<Separation> separation;
   std::size_t tracked_files = 0;
   std::vector<std::string> tree_changes;  // empty: every tracked file unchanged
   bool interrupted = false;
   double seconds = 0.0;
+};
+
+struct CampaignResult : RunRecord {
+  std::vector<Separation> separation;
   bool passed() const;
 };
+
+// Runs `body` between two hashes of the tracked files under
+// record.source_top: fills tracked_files, tree_changes and seconds, and turns
+// SIGINT/SIGTERM during `body` into record.interrupted (the tree is still
+// checked after).
+void run_tree_checked(RunRecord& record, const std::function<void()>& body);
+
+// The baselines of every backend, both ways, with a progress line per backend
+// (and its first problems): fills record.baselines and baseline_ok, and
+// returns each backend's gates.
+std::map<std::string, std::vector<gates::Gate>> run_baselines(
+    const std::vector<std::string>& backends, const std::filesystem::path& fixtures_dir,
+    const std::vector<std::string>& globs, const std::function<void(const std::string&)>& progress,
+    RunRecord& record);
 
 // The gates of one backend a campaign runs (narrowed by globs).
 std::vector<gates::Gate> campaign_gates(const std::filesystem::path& fixtures_dir,
@@ -134,6 +153,14 @@ std::vector<const CatalogFault*> shard_faults(const Catalog& catalog,
 
 BaselineOutcome run_baseline(const std::string& backend, const std::vector<gates::Gate>& gates,
                              const std::filesystem::path& fixtures_dir);
+
+// `binary gate run` of `gates` in a child process (with `--fault
+// fault_switch` when it is not empty), its report written to `report`: fills
+// o.outcomes and returns true, or sets o.status to Timeout or RuntimeError (a
+// crash, an exit other than 0 or 1, no readable report) and returns false.
+bool run_gates_in_child(const std::string& binary, const std::filesystem::path& fixtures_dir,
+                        const std::string& fault_switch, const std::vector<gates::Gate>& gates,
+                        const std::filesystem::path& report, double timeout_s, FaultOutcome& o);
 
 // Holds one fault's gate outcomes against its expectations and sets status,
 // reason, killer and margin (not for generator faults).

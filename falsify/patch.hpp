@@ -32,18 +32,10 @@ struct PatchOptions {
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 
-struct PatchResult {
-  std::filesystem::path source_top;
+struct PatchResult : RunRecord {  // outcomes: one per backend (or one CompileError)
   std::string head;
-  std::vector<BaselineOutcome> baselines;
-  bool baseline_ok = true;
-  std::vector<FaultOutcome> outcomes;  // one per backend (or one CompileError)
-  MutantSite site;                     // the first hunk of the patch
-  std::string patched_source;          // that file after the patch
-  std::size_t tracked_files = 0;
-  std::vector<std::string> tree_changes;
-  bool interrupted = false;
-  double seconds = 0.0;
+  MutantSite site;             // the first hunk of the patch
+  std::string patched_source;  // that file after the patch
   bool killed() const;
 };
 

@@ -17,8 +17,6 @@ namespace deltaproof::falsify {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -26,6 +24,8 @@ std::string read_text(const fs::path& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+namespace {
 
 std::string language_of(const std::string& file) {
   const auto ext = fs::path(file).extension().string();
@@ -112,32 +112,33 @@ json stryker_report(const fs::path& top, const std::vector<ReportMutant>& mutant
           {"deltaproof", header}};
 }
 
-json campaign_report(const CampaignResult& result, const Catalog& catalog,
-                     const CampaignOptions& options, const std::string& command) {
+json report_header(const RunRecord& record, const std::string& command, const std::string& catalog,
+                   const std::vector<std::string>& backends, const std::string& shard,
+                   const std::vector<Separation>& separation, bool passed) {
   json header = gates::make_report({}, command);
   header.erase("gates");
   header.erase("summary");
   header.erase("verdict");
   header["schema"] = kFalsifyReportFormat;
-  header["catalog"] = catalog.path.string();
-  header["backends"] = options.backends;
-  header["shard"] = fmt::format("{}/{}", options.shard_index, options.shard_count);
+  header["catalog"] = catalog;
+  header["backends"] = backends;
+  header["shard"] = shard;
   json baselines = json::array();
-  for (const auto& b : result.baselines)
+  for (const auto& b : record.baselines)
     baselines.push_back({{"backend", b.backend},
                          {"gates", b.gates},
                          {"clean_green", b.clean_green},
                          {"poison_red", b.poison_red},
                          {"ok", b.ok()},
                          {"problems", b.problems}});
-  header["baseline"] = {{"ok", result.baseline_ok}, {"backends", baselines}};
-  header["tree"] = {{"top", result.source_top.string()},
-                    {"tracked_files", result.tracked_files},
-                    {"unchanged", result.tree_changes.empty()},
-                    {"changes", result.tree_changes}};
+  header["baseline"] = {{"ok", record.baseline_ok}, {"backends", baselines}};
+  header["tree"] = {{"top", record.source_top.string()},
+                    {"tracked_files", record.tracked_files},
+                    {"unchanged", record.tree_changes.empty()},
+                    {"changes", record.tree_changes}};
   json rows = json::array();
   int weak = 0, unfalsified = 0;
-  for (const auto& s : result.separation) {
+  for (const auto& s : separation) {
     weak += s.weak;
     unfalsified += !s.falsified;
     rows.push_back({{"gate", s.gate},
@@ -154,15 +155,22 @@ json campaign_report(const CampaignResult& result, const Catalog& catalog,
   }
   header["separation"] = rows;
   std::map<std::string, int> counts;
-  for (const auto& o : result.outcomes) ++counts[o.status];
-  header["summary"] = {{"faults", result.outcomes.size()},
+  for (const auto& o : record.outcomes) ++counts[o.status];
+  header["summary"] = {{"faults", record.outcomes.size()},
                        {"statuses", counts},
                        {"weak_gates", weak},
                        {"unfalsified_gates", unfalsified},
-                       {"interrupted", result.interrupted},
-                       {"seconds", result.seconds}};
-  header["verdict"] = result.passed() ? "pass" : "fail";
+                       {"interrupted", record.interrupted},
+                       {"seconds", record.seconds}};
+  header["verdict"] = passed ? "pass" : "fail";
+  return header;
+}
 
+json campaign_report(const CampaignResult& result, const Catalog& catalog,
+                     const CampaignOptions& options, const std::string& command) {
+  const json header = report_header(result, command, catalog.path.string(), options.backends,
+                                    fmt::format("{}/{}", options.shard_index, options.shard_count),
+                                    result.separation, result.passed());
   std::vector<ReportMutant> mutants;
   for (const auto& o : result.outcomes) {
     const CatalogFault* fault = catalog.find(o.fault);

@@ -45,6 +45,18 @@ struct ReportMutant {
 nlohmann::json stryker_report(const std::filesystem::path& top,
                               const std::vector<ReportMutant>& mutants, nlohmann::json header);
 
+// The "deltaproof" object of a campaign's or a patch run's report: the
+// header of deltaproof-report/1 (tool, commit, host, device, command), the
+// baselines, the tree check, the separation table, the statuses' counts and
+// the verdict.
+nlohmann::json report_header(const RunRecord& record, const std::string& command,
+                             const std::string& catalog, const std::vector<std::string>& backends,
+                             const std::string& shard, const std::vector<Separation>& separation,
+                             bool passed);
+
+// A file's text, or "" when it cannot be read.
+std::string read_text(const std::filesystem::path& path);
+
 // The whole campaign as a report.
 nlohmann::json campaign_report(const CampaignResult& result, const Catalog& catalog,
                                const CampaignOptions& options, const std::string& command);

@@ -96,25 +96,32 @@ std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHa
   return out;
 }
 
-ScratchWorktree::ScratchWorktree(const fs::path& top) : top_(top) {
-  char pattern[] = "/tmp/deltaproof-patch-XXXXXX";
-  if (!::mkdtemp(pattern)) throw InputError("cannot create a scratch folder under /tmp");
-  scratch_ = pattern;
-  tree_ = scratch_ / "tree";
+ScratchFolder::ScratchFolder(const std::string& prefix) {
+  std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    throw InputError("cannot create a scratch folder under /tmp (" + pattern + ")");
+  path_ = pattern;
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code error;
+  fs::remove_all(path_, error);
+}
+
+ScratchWorktree::ScratchWorktree(const fs::path& top)
+    : top_(top), scratch_("deltaproof-patch"), tree_(scratch_.path() / "tree") {
   const auto head = run_process({"git", "-C", top_.string(), "rev-parse", "HEAD"}, 60);
   head_ = trimmed(head.log);
   const auto r = run_process(
       {"git", "-C", top_.string(), "worktree", "add", "--detach", tree_.string(), "HEAD"}, 600);
-  if (r.exit_code != 0) {
-    std::error_code error;
-    fs::remove_all(scratch_, error);
+  if (r.exit_code != 0)
     throw InputError(fmt::format("git worktree add failed in {}: {}", top_.string(), r.tail(3)));
-  }
 }
 
 ScratchWorktree::~ScratchWorktree() {
   // Runs during an interrupt too: these two must not throw Interrupted, so
-  // they are plain spawns with the pending flag ignored.
+  // they are plain spawns with the pending flag ignored. The scratch folder
+  // goes after this body.
   try {
     const std::string top = top_.string(), tree = tree_.string();
     std::string command = fmt::format(
@@ -124,8 +131,6 @@ ScratchWorktree::~ScratchWorktree() {
     [[maybe_unused]] const int ignored = std::system(command.c_str());
   } catch (...) {
   }
-  std::error_code error;
-  fs::remove_all(scratch_, error);
 }
 
 }  // namespace deltaproof::falsify

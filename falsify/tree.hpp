@@ -26,6 +26,20 @@ std::filesystem::path source_top(const std::filesystem::path& inside);
 // Sentences naming each file whose hash differs: "kernels/cpu/chunk.cpp changed".
 std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHashes& after);
 
+// A fresh folder /tmp/<prefix>-XXXXXX, removed with everything in it when
+// this object goes.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(const std::string& prefix);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // A detached git worktree of HEAD in a fresh folder under /tmp, removed (and
 // pruned from the repository's worktree list) when this object goes.
 class ScratchWorktree {
@@ -35,11 +49,13 @@ class ScratchWorktree {
   ScratchWorktree(const ScratchWorktree&) = delete;
   ScratchWorktree& operator=(const ScratchWorktree&) = delete;
   const std::filesystem::path& tree() const { return tree_; }
-  const std::filesystem::path& scratch() const { return scratch_; }
+  const std::filesystem::path& scratch() const { return scratch_.path(); }
   std::string head() const { return head_; }
 
  private:
-  std::filesystem::path top_, scratch_, tree_;
+  std::filesystem::path top_;
+  ScratchFolder scratch_;  // holds tree_; declared first, so it goes after the worktree
+  std::filesystem::path tree_;
   std::string head_;
 };
 

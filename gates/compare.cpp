@@ -69,6 +69,10 @@ std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::stri
   return {static_cast<std::int64_t>(flat / s.T), static_cast<std::int64_t>(flat % s.T), h, i};
 }
 
+std::string figure_text(double x) {
+  return std::isfinite(x) ? fmt::format("{:.2e}", x) : (std::isnan(x) ? "-" : "inf");
+}
+
 const char* index_names(const kernels::KernelShape& shape, const std::string& term) {
   return kernels::tensor_width(shape, term) < 0 ? "b,h,i,j" : "b,t,h,i";
 }

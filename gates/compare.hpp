@@ -54,6 +54,10 @@ std::vector<TermComparison> compare_terms(
     const std::map<std::string, std::vector<double>>& candidate,
     const std::map<std::string, std::vector<double>>& reference, const CompareOptions& options);
 
+// A figure as the tools print it: "1.23e-04", "-" for NaN (nothing
+// measured), "inf".
+std::string figure_text(double x);
+
 // The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
 std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,
                                   std::size_t flat);
