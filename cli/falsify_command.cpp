@@ -1,6 +1,8 @@
 // cli/falsify_command.cpp — `deltaproof falsify`. See falsify_command.hpp.
 #include "cli/falsify_command.hpp"
 
+#include "cli/gate_command.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -67,12 +69,6 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
 
 namespace {
 
-fs::path in_tree_or_source(const std::string& given, const char* relative) {
-  if (!given.empty()) return given;
-  if (fs::exists(relative)) return relative;
-  return fs::path(DELTAPROOF_SOURCE_DIR) / relative;
-}
-
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
   try {
@@ -85,19 +81,13 @@ std::pair<int, int> parse_shard(const std::string& text) {
   throw InputError(fmt::format("--shard {}: expected i/n with 1 <= i <= n, e.g. 1/4", text));
 }
 
-void check_report_folder(const std::string& report) {
-  if (!report.empty() && fs::path(report).has_parent_path() &&
-      !fs::is_directory(fs::path(report).parent_path()))
-    throw InputError(fmt::format("--report {}: the folder does not exist", report));
-}
-
 void progress(const std::string& line) {
   fmt::print("{}\n", line);
   std::fflush(stdout);
 }
 
 int list(const FalsifyArguments& a) {
-  const auto catalog = falsify::load_catalog(in_tree_or_source(a.catalog, "falsify/catalog.json"));
+  const auto catalog = falsify::load_catalog(source_file(a.catalog, "falsify/catalog.json"));
   fmt::print("{:<34} {:<10} {:<11} {:<40} {}\n", "fault", "class", "mechanism", "lives in", "what");
   for (const auto& f : catalog.faults) {
     std::vector<std::string> where;
@@ -120,10 +110,10 @@ int run(const FalsifyArguments& a, const std::string& command_line, const std::s
         "falsify run needs the falsify build, whose fault points switch at run time: "
         "cmake --preset falsify && cmake --build build-falsify, then "
         "build-falsify/bin/deltaproof falsify run");
-  const auto catalog = falsify::load_catalog(in_tree_or_source(a.catalog, "falsify/catalog.json"));
+  const auto catalog = falsify::load_catalog(source_file(a.catalog, "falsify/catalog.json"));
   check_report_folder(a.report);
   falsify::CampaignOptions options;
-  options.fixtures_dir = in_tree_or_source(a.fixtures_dir, "fixtures");
+  options.fixtures_dir = fixtures_folder(a.fixtures_dir);
   options.source_dir =
       a.source_dir.empty() ? fs::path(DELTAPROOF_SOURCE_DIR) : fs::path(a.source_dir);
   options.backends = a.backends;
@@ -196,7 +186,7 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
   check_report_folder(a.report);
   falsify::PatchOptions options;
   options.patch = a.patch;
-  options.fixtures_dir = in_tree_or_source(a.fixtures_dir, "fixtures");
+  options.fixtures_dir = fixtures_folder(a.fixtures_dir);
   options.source_dir =
       a.source_dir.empty() ? fs::path(DELTAPROOF_SOURCE_DIR) : fs::path(a.source_dir);
   if (!a.backends.empty()) options.backends = a.backends;

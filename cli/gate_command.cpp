@@ -56,18 +56,26 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
   a.check->add_option("--report", a.report, "write the JSON report to FILE");
 }
 
-namespace {
-
-fs::path fixtures_folder(const GateArguments& a) {
-  if (!a.fixtures_dir.empty()) return a.fixtures_dir;
+fs::path fixtures_folder(const std::string& given) {
+  if (!given.empty()) return given;
   if (fs::exists("fixtures/manifest.json")) return "fixtures";
-  const fs::path installed = fs::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
-  return installed;
+  return fs::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
 }
 
-std::string figure(double x) {
-  return std::isfinite(x) ? fmt::format("{:.2e}", x) : (std::isnan(x) ? "-" : "inf");
+fs::path source_file(const std::string& given, const char* relative) {
+  if (!given.empty()) return given;
+  if (fs::exists(relative)) return relative;
+  return fs::path(DELTAPROOF_SOURCE_DIR) / relative;
 }
+
+void check_report_folder(const std::string& report) {
+  if (!report.empty() && fs::path(report).has_parent_path() &&
+      !fs::is_directory(fs::path(report).parent_path()))
+    throw InputError(fmt::format(
+        "--report {}: the folder does not exist; create it or choose another path.", report));
+}
+
+namespace {
 
 // One line per gate: verdict, name, the worst term against its bar.
 void print_result(const gates::GateResult& r) {
@@ -88,8 +96,8 @@ void print_result(const gates::GateResult& r) {
   } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
   } else if (worst) {
-    detail =
-        fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure(worst->rel), worst->bar);
+    detail = fmt::format("worst {} rel {} / bar {:.1e}", worst->term,
+                         gates::figure_text(worst->rel), worst->bar);
   }
   fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
   if (r.verdict != "pass")
@@ -108,7 +116,7 @@ void write_report(const std::string& path, const std::vector<gates::GateResult>&
 int run_gate_command(const GateArguments& a, const std::string& command_line,
                      const std::string& self_exe) {
   if (a.list->parsed()) {
-    const auto all = gates::all_gates(fixtures_folder(a));
+    const auto all = gates::all_gates(fixtures_folder(a.fixtures_dir));
     const auto chosen = a.patterns.empty() ? all : gates::select_gates(all, a.patterns);
     for (const auto& g : chosen)
       fmt::print("{:<48} {:<10} {}\n", g.name, gates::kind_name(g.kind), g.fixture);
@@ -116,15 +124,11 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     return 0;
   }
   if (a.run->parsed()) {
-    const auto chosen = gates::select_gates(gates::all_gates(fixtures_folder(a)), a.patterns);
-    if (!a.report.empty() && fs::path(a.report).has_parent_path() &&
-        !fs::is_directory(fs::path(a.report).parent_path()))
-      throw InputError(
-          fmt::format("--report {}: the folder does not exist; create it or choose "
-                      "another path.",
-                      a.report));
+    const auto chosen =
+        gates::select_gates(gates::all_gates(fixtures_folder(a.fixtures_dir)), a.patterns);
+    check_report_folder(a.report);
     gates::RunOptions options;
-    options.fixtures_dir = fixtures_folder(a);
+    options.fixtures_dir = fixtures_folder(a.fixtures_dir);
     options.repeat = a.repeat;
     options.replay = a.replay;
     options.self_exe = self_exe;
@@ -153,8 +157,9 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
   const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, *precision);
   for (const auto& t : r.terms)
     fmt::print("  {:<6} {:<13} rel {:>9}  bar {:.1e}  margin {:>9}  worst ({}) = ({})  chunks {}\n",
-               t.term, gates::status_name(t.status), figure(t.rel), t.bar, figure(t.margin),
-               t.index_names, fmt::join(t.worst_index, ","), t.chunk_rel.size());
+               t.term, gates::status_name(t.status), gates::figure_text(t.rel), t.bar,
+               gates::figure_text(t.margin), t.index_names, fmt::join(t.worst_index, ","),
+               t.chunk_rel.size());
   print_result(r);
   write_report(a.report, {r}, command_line);
   return r.passed() ? 0 : 1;

@@ -1,6 +1,7 @@
 // cli/gate_command.hpp — `deltaproof gate list|run|check`.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,15 @@ struct GateArguments {
 void add_gate_command(CLI::App& app, GateArguments& args);
 int run_gate_command(const GateArguments& args, const std::string& command_line,
                      const std::string& self_exe);
+
+// The fixtures folder: `given`, else ./fixtures when it holds a manifest.json,
+// else the source tree's (the one this binary was built from).
+std::filesystem::path fixtures_folder(const std::string& given);
+// A file of the source tree: `given`, else `relative` when it exists here,
+// else the source tree's.
+std::filesystem::path source_file(const std::string& given, const char* relative);
+// Throws InputError when --report names a file in a folder that does not exist.
+void check_report_folder(const std::string& report);
 
 // Colour codes only when stdout is a terminal.
 std::string paint(const std::string& text, const char* colour);
