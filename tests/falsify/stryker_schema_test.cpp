@@ -28,12 +28,9 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
 
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 #include "falsify/report.hpp"
+#include "tests/schema_validation.hpp"
 
 namespace deltaproof::falsify {
 namespace {
@@ -42,38 +39,19 @@ namespace fs = std::filesystem;
 const fs::path kSourceDir = DELTAPROOF_SOURCE_DIR;
 const fs::path kSchemaPath = kSourceDir / "reports/schema/mutation-testing-report-v2.schema.json";
 
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + " cannot be read");
-  return nlohmann::json::parse(in);
-}
+using testing::read_json;
 
-// The committed schema, parsed once (valijson's Schema cannot be copied or moved).
+// The committed schema, parsed once.
 const valijson::Schema& stryker_schema() {
-  static const std::unique_ptr<valijson::Schema> schema = [] {
-    auto s = std::make_unique<valijson::Schema>();
-    const nlohmann::json document = read_json(kSchemaPath);
-    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    valijson::adapters::NlohmannJsonAdapter adapter(document);
-    parser.populateSchema(adapter, *s);
-    return s;
-  }();
+  static const std::unique_ptr<valijson::Schema> schema = testing::load_schema(kSchemaPath);
   return *schema;
 }
 
-// The validator's first error as "context: description"; empty when the
-// report validates. valijson reports the innermost failure first, so this is
-// the one that names the field at fault.
+// The validator's first error (the innermost one, which names the field at
+// fault); empty when the report validates.
 std::string first_schema_error(const nlohmann::json& report) {
-  valijson::Validator validator(valijson::Validator::kStrongTypes);
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter adapter(report);
-  if (validator.validate(stryker_schema(), adapter, &results)) return "";
-  valijson::ValidationResults::Error error;
-  if (!results.popError(error)) return "invalid, with no error given";
-  std::string context;
-  for (const auto& part : error.context) context += part;
-  return context + ": " + error.description;
+  const auto errors = testing::schema_errors(stryker_schema(), report);
+  return errors.empty() ? "" : errors.front();
 }
 
 const std::string kFile = "kernels/cpu_chunk.cpp";

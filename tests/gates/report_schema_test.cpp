@@ -25,10 +25,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
 #include "../core/temp_folder.hpp"
 #include "core/safetensors.hpp"
@@ -36,6 +32,7 @@
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
 #include "gates/runner.hpp"
+#include "tests/schema_validation.hpp"
 
 namespace deltaproof::gates {
 namespace {
@@ -46,40 +43,16 @@ const fs::path kSourceDir = DELTAPROOF_SOURCE_DIR;
 const fs::path kFixtures = kSourceDir / "fixtures";
 const fs::path kSchemaPath = kSourceDir / "reports/schema/report-v1.schema.json";
 
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + " cannot be read");
-  return nlohmann::json::parse(in);
-}
+using testing::read_json;
 
-// The committed schema, parsed once (valijson's Schema cannot be copied or moved).
+// The committed schema, parsed once.
 const valijson::Schema& report_schema() {
-  static const std::unique_ptr<valijson::Schema> schema = [] {
-    auto s = std::make_unique<valijson::Schema>();
-    const nlohmann::json document = read_json(kSchemaPath);
-    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    valijson::adapters::NlohmannJsonAdapter adapter(document);
-    parser.populateSchema(adapter, *s);
-    return s;
-  }();
+  static const std::unique_ptr<valijson::Schema> schema = testing::load_schema(kSchemaPath);
   return *schema;
 }
 
-// Every error the validator reports, as "context: description"; empty when valid.
 std::vector<std::string> schema_errors(const nlohmann::json& report) {
-  valijson::Validator validator(valijson::Validator::kStrongTypes);
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter adapter(report);
-  std::vector<std::string> errors;
-  if (validator.validate(report_schema(), adapter, &results)) return errors;
-  valijson::ValidationResults::Error error;
-  while (results.popError(error)) {
-    std::string context;
-    for (const auto& part : error.context) context += part;
-    errors.push_back(context + ": " + error.description);
-  }
-  if (errors.empty()) errors.push_back("invalid, with no error given");
-  return errors;
+  return testing::schema_errors(report_schema(), report);
 }
 
 std::string joined(const std::vector<std::string>& lines) {
