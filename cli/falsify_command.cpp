@@ -104,6 +104,21 @@ int jobs_or_cpus(int jobs) {
   return jobs > 0 ? jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// Prints each changed tracked file, then how a run stopped before its
+// verdict: 130 when interrupted, 1 when a baseline failed, else 0.
+int stopped_early(const falsify::RunRecord& result, const char* run, const char* not_run) {
+  for (const auto& change : result.tree_changes) fmt::print("  tree: {}\n", change);
+  if (result.interrupted) {
+    fmt::print("interrupted: the {} stopped; the tree was checked after.\n", run);
+    return 130;
+  }
+  if (!result.baseline_ok) {
+    fmt::print("verdict FAIL: the baseline failed, so {} (see above)\n", not_run);
+    return 1;
+  }
+  return 0;
+}
+
 int run(const FalsifyArguments& a, const std::string& command_line, const std::string& self_exe) {
   if (!kernels::kFaultsCompiledIn)
     throw InputError(
@@ -162,15 +177,7 @@ int run(const FalsifyArguments& a, const std::string& command_line, const std::s
       "({:.1f} s)\n",
       result.outcomes.size(), fmt::join(count_text, ", "), weak, result.tracked_files,
       result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
-  for (const auto& change : result.tree_changes) fmt::print("  tree: {}\n", change);
-  if (result.interrupted) {
-    fmt::print("interrupted: the campaign stopped; the tree was checked after.\n");
-    return 130;
-  }
-  if (!result.baseline_ok) {
-    fmt::print("verdict FAIL: the baseline failed, so no fault ran (see above)\n");
-    return 1;
-  }
+  if (const int code = stopped_early(result, "campaign", "no fault ran")) return code;
   const bool nothing_ran =
       !result.outcomes.empty() && std::all_of(result.outcomes.begin(), result.outcomes.end(),
                                               [](const auto& o) { return o.status == "Ignored"; });
@@ -210,15 +217,8 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
   }
   fmt::print("{} tracked files {}; scratch worktree removed\n", result.tracked_files,
              result.tree_changes.empty() ? "unchanged" : "CHANGED");
-  for (const auto& change : result.tree_changes) fmt::print("  tree: {}\n", change);
-  if (result.interrupted) {
-    fmt::print("interrupted: the patch campaign stopped; the tree was checked after.\n");
-    return 130;
-  }
-  if (!result.baseline_ok) {
-    fmt::print("verdict FAIL: the baseline failed, so the patch did not run\n");
-    return 1;
-  }
+  if (const int code = stopped_early(result, "patch campaign", "the patch did not run"))
+    return code;
   fmt::print("verdict {}\n", result.killed() ? "PASS (the gates caught the patch)"
                                              : "FAIL (see the statuses above)");
   return result.killed() ? 0 : 1;
