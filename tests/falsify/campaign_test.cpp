@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "core/error.hpp"
 #include "falsify/campaign.hpp"
@@ -193,9 +194,24 @@ TEST(Process, ReportsExitSignalAndTimeout) {
   EXPECT_NE(r.log.find("err"), std::string::npos);
   r = run_process({"sh", "-c", "kill -SEGV $$"});
   EXPECT_EQ(r.signal, SIGSEGV);
-  r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, 0.3);
+  testing::TempFolder dir;
+  const fs::path pid_file = dir.path() / "pid";
+  r = run_process({"sh", "-c", "sleep 30 & echo $! > '" + pid_file.string() + "'; wait"}, 0.3);
   EXPECT_TRUE(r.timed_out);
-  EXPECT_LT(r.seconds, 5.0) << "the timeout must kill the whole process group";
+  EXPECT_LT(r.seconds, 5.0);
+  // the shell's own child is gone too: the timeout kills the whole process group
+  std::string pid;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_FALSE(pid.empty());
+  bool alive = true;
+  for (int i = 0; i < 100 && alive; ++i) {
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + pid + "/stat"), stat);
+    const auto close = stat.rfind(')');
+    alive = close != std::string::npos && stat.substr(close + 2, 1) != "Z";
+    if (alive) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(alive) << "sleep " << pid << " outlived the timeout";
 }
 
 void git(const fs::path& dir, const std::string& args) {
