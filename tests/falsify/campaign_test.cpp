@@ -123,9 +123,13 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
                {"term": "dv", "status": "not_compared", "rel": null, "bar": 5e-5}]},
     {"name": "b", "kind": "split-call", "phase": "bwd", "verdict": "pass",
      "fixture": {"spec": {"T": "40", "chunk": "16"}},
-     "terms": [{"term": "o split at t=16", "status": "pass", "rel": 0.6, "bar": 0}]}]})");
+     "terms": [{"term": "o split at t=16", "status": "pass", "rel": 0.6, "bar": 0}]},
+    {"name": "c", "kind": "split-call", "phase": "bwd", "verdict": "fail",
+     "fixture": {"spec": {"T": "40", "chunk": "16"}},
+     "terms": [{"term": "dv split at t=16", "status": "fail", "rel": 0.0, "bar": 0,
+                "non_finite": 5}]}]})");
   const auto gates = gate_outcomes(report);
-  ASSERT_EQ(gates.size(), 2u);
+  ASSERT_EQ(gates.size(), 3u);
   EXPECT_TRUE(gates[0].red);
   EXPECT_EQ(gates[0].T, 40);
   EXPECT_EQ(gates[0].chunk, 16);
@@ -135,6 +139,9 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
   EXPECT_DOUBLE_EQ(gates[0].clean_error, 1e-7);
   EXPECT_FALSE(gates[1].red);
   EXPECT_EQ(gates[1].clean_error, 0.0) << "a bitwise relation's moved terms are not an error";
+  EXPECT_EQ(gates[2].red_terms, std::vector<std::string>{"dv"})
+      << "a relation's label names its term";
+  EXPECT_TRUE(std::isinf(gates[2].error)) << "NaN equal to NaN bitwise is still an unbounded error";
 }
 
 TEST(Sanitizer, ReadsTheTotalNotTheUnprintedRemainder) {
