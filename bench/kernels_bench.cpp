@@ -26,7 +26,15 @@ Case make_case(Op op) {
   s.V = 64;
   s.chunk = 64;
   const oracle::Problem p = oracle::draw_problem(s);
-  Case c{{op, s.B, s.T, s.H, s.K, s.V, s.chunk, static_cast<float>(s.scale())}, {}};
+  Case c;
+  c.shape.op = op;
+  c.shape.B = s.B;
+  c.shape.T = s.T;
+  c.shape.H = s.H;
+  c.shape.K = s.K;
+  c.shape.V = s.V;
+  c.shape.chunk = s.chunk;
+  c.shape.scale = static_cast<float>(s.scale());
   for (const auto& [name, values] : p.values)
     c.inputs[name] = std::vector<float>(values.begin(), values.end());
   return c;

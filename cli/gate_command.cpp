@@ -53,6 +53,11 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
   a.check
       ->add_option("--precision", a.precision, "the candidate's precision class: f32, tf32, bf16")
       ->capture_default_str();
+  a.check
+      ->add_option("--phase", a.phase,
+                   "fwd: compare o and ht only; bwd: every gradient too (default: bwd when the "
+                   "candidate holds any gradient, else fwd, said so in the verdict)")
+      ->check(CLI::IsMember({"fwd", "bwd"}));
   a.check->add_option("--report", a.report, "write the JSON report to FILE");
 }
 
@@ -99,6 +104,7 @@ void print_result(const gates::GateResult& r) {
     detail = fmt::format("worst {} rel {} / bar {:.1e}", worst->term,
                          gates::figure_text(worst->rel), worst->bar);
   }
+  if (!r.gradients_compared) detail += " [forward only: no gradient compared]";
   fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
   if (r.verdict != "pass")
     for (const auto& reason : r.reasons) fmt::print("       {}\n", reason);
@@ -154,12 +160,20 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
   if (!precision)
     throw InputError(fmt::format(
         "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
-  const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, *precision);
+  std::optional<kernels::Phase> phase;
+  if (!a.phase.empty()) phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
+  const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, *precision, phase);
+  // the candidate's error beside its class's same-precision baseline and the bar they give
+  fmt::print("  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>10} {:>23}  {:>8}  worst\n", "term",
+             "status", "baseline", "rel", "bar", "margin", "alpha", "allowed band", "min-det");
   for (const auto& t : r.terms)
-    fmt::print("  {:<6} {:<13} rel {:>9}  bar {:.1e}  margin {:>9}  worst ({}) = ({})  chunks {}\n",
-               t.term, gates::status_name(t.status), gates::figure_text(t.rel), t.bar,
-               gates::figure_text(t.margin), t.index_names, fmt::join(t.worst_index, ","),
-               t.chunk_rel.size());
+    fmt::print(
+        "  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>+10.2e} [{:>+10.2e},{:>+10.2e}]  {:>8}  "
+        "({}) = ({})\n",
+        t.term, gates::status_name(t.status), gates::figure_text(t.noise.baseline_rel),
+        gates::figure_text(t.rel), gates::figure_text(t.bar), gates::figure_text(t.margin),
+        t.noise.alpha, t.noise.alpha_lo, t.noise.alpha_hi, gates::figure_text(t.noise.mde),
+        t.index_names, fmt::join(t.worst_index, ","));
   print_result(r);
   write_report(a.report, {r}, command_line);
   return r.passed() ? 0 : 1;

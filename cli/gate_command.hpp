@@ -16,7 +16,7 @@ struct GateArguments {
   int repeat = 1;
   int replay = 0;
   std::string fault;  // falsify build: one kernel fault switched on
-  std::string fixture, candidate, precision = "f32";
+  std::string fixture, candidate, precision = "f32", phase;
   CLI::App* list = nullptr;
   CLI::App* run = nullptr;
   CLI::App* check = nullptr;

@@ -6,15 +6,21 @@ Needs a CUDA GPU, PyTorch, safetensors and FLA (`pip install fla-core`; the
 signatures below were read from fla-core 0.6.0). CI does not run this example.
 FLA's first call compiles and autotunes its Triton kernels: on an H200 (torch
 2.11, triton 3.6, fla-core 0.6.0) chunk_kda's first forward+backward had not
-finished after 200 s (2026-11-29, reports/gpu/README.md); allow minutes.
+finished after 200 s (2026-11-29, reports/gpu/README.md); allow minutes, or pass
+--first-config: each Triton autotuner then keeps only its first config (same
+math, only the tiling differs), so nothing is benchmarked and a first call is
+a compile alone. The wall time of the first call is printed.
 
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
-        --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32]
+        --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32] [--first-config]
 
 The fixture's inputs (F64, FLA layout) are cast to --dtype (default: the
 fixture's own `dtype`, in which every input is exactly representable), run
 through FLA's Triton kernel forward and backward with the fixture's cotangents
-do and dht, and o, ht and the gradients "d" + input name are written as float32.
+do and dht, and o, ht and the gradients "d" + input name are written in the dtype
+FLA returns them in (bf16 stays bf16, f32 stays f32: lossless; `gate check`
+reads F32, F16 and BF16). The metadata records the autotuning ("first-config"
+or "full") and the first call's wall time.
 """
 import argparse
 import importlib
@@ -22,6 +28,7 @@ import inspect
 import logging
 import os
 import sys
+import time
 
 # op -> (FLA module, function, inputs in FLA's positional order). Signatures:
 #   fla/ops/gdn2/chunk.py            chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None,
@@ -58,6 +65,8 @@ def main():
     parser.add_argument("--out", required=True, help="candidate file to write")
     parser.add_argument("--dtype", choices=["bf16", "f32"], help="input dtype (default: the fixture's)")
     parser.add_argument("--allow-tf32", action="store_true", help="let f32 matmuls use TF32 (class tf32)")
+    parser.add_argument("--first-config", action="store_true",
+                        help="keep only each Triton autotuner's first config (no autotuning; same math)")
     args = parser.parse_args()
     if os.path.exists(args.out) and os.path.samefile(args.out, args.fixture):
         fail("--out is the fixture itself; choose another path")
@@ -93,6 +102,15 @@ def main():
     logging.basicConfig(format="%(name)s: %(message)s")
     logging.getLogger("fla").setLevel(logging.INFO)  # FLA logs which backend each call took
     module_name, function_name, input_names = OPS[op]
+    if args.first_config:
+        # Before FLA is imported: its kernels build their autotuners (triton.autotune and FLA's
+        # CachedAutotuner, a subclass) at import time. With one config Triton benchmarks nothing.
+        from triton.runtime.autotuner import Autotuner
+        full_init = Autotuner.__init__
+
+        def first_config_init(self, fn, arg_names, configs, *rest, **kwargs):
+            full_init(self, fn, arg_names, list(configs)[:1], *rest, **kwargs)
+        Autotuner.__init__ = first_config_init
     try:
         fla = importlib.import_module("fla")
         fn = getattr(importlib.import_module(module_name), function_name)
@@ -123,12 +141,21 @@ def main():
     for name in list(options):
         if name not in params and name not in ("scale", "initial_state", "output_final_state"):
             del options[name]
+    start = time.perf_counter()
     o, ht = fn(*(x[n] for n in input_names), **options)[:2]
+    torch.cuda.synchronize()
+    forward_s = time.perf_counter() - start
 
     # Backward of L = <o, do> + <ht, dht>: each cotangent in its output's dtype.
     do = cpu["do"].to(device="cuda", dtype=o.dtype)
     dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
+    start = time.perf_counter()
     torch.autograd.backward([o, ht], [do, dht])
+    torch.cuda.synchronize()
+    backward_s = time.perf_counter() - start
+    autotune = "first-config" if args.first_config else "full"
+    print(f"first call ({autotune} autotuning, compile included): forward {forward_s:.1f} s, "
+          f"backward {backward_s:.1f} s, total {forward_s + backward_s:.1f} s")
 
     out = {"o": o, "ht": ht}
     for name in input_names + ("h0",):
@@ -136,13 +163,18 @@ def main():
             print(f"warning: FLA produced no gradient for {name}; d{name} is left out of the candidate")
         else:
             out["d" + name] = x[name].grad
-    out = {k: v.detach().float().contiguous().cpu() for k, v in out.items()}
+    # FLA's own dtype (lossless); anything but bf16 and f32 (none seen) as float32.
+    out = {k: (v if v.dtype in (torch.bfloat16, torch.float32) else v.float()).detach().contiguous().cpu()
+           for k, v in out.items()}
     save_file(out, args.out, metadata={
         "format": "deltaproof-candidate/1", "backend": f"fla-{function_name}", "op": op,
         "phase": "bwd", "precision": precision, "dtype": dtype, "fixture": args.fixture,
+        "autotune": autotune, "first_call_forward_s": f"{forward_s:.3f}",
+        "first_call_backward_s": f"{backward_s:.3f}",
         "fla_version": str(getattr(fla, "__version__", "unknown")), "torch_version": torch.__version__,
         "device": torch.cuda.get_device_name()})
-    print(f"wrote {args.out}: {', '.join(sorted(out))} ({op}, {dtype} inputs, class {precision})")
+    dtypes = ", ".join(f"{k} {str(v.dtype).removeprefix('torch.')}" for k, v in sorted(out.items()))
+    print(f"wrote {args.out}: {dtypes} ({op}, {dtype} inputs, class {precision})")
     print("gate it with:\n  build/bin/deltaproof gate check --fixture "
           f"{args.fixture} --candidate {args.out} --precision {precision}")
 

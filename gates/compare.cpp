@@ -36,19 +36,43 @@ nlohmann::json finite_or_null(double x) {
 nlohmann::json TermComparison::to_json() const {
   nlohmann::json chunks = nlohmann::json::array();
   for (double c : chunk_rel) chunks.push_back(finite_or_null(c));
-  return {{"term", term},
-          {"status", status_name(status)},
-          {"rel", finite_or_null(rel)},
-          {"rms_rel", finite_or_null(rms_rel)},
-          {"abs_max", finite_or_null(abs_max)},
-          {"ref_amax", ref_amax},
-          {"worst_index", worst_index},
-          {"index_names", index_names},
-          {"per_chunk_rel", chunks},
-          {"non_finite", non_finite},
-          {"bar", bar},
-          {"margin", finite_or_null(margin)},
-          {"message", message}};
+  nlohmann::json row = {{"term", term},
+                        {"status", status_name(status)},
+                        {"rel", finite_or_null(rel)},
+                        {"rms_rel", finite_or_null(rms_rel)},
+                        {"abs_max", finite_or_null(abs_max)},
+                        {"ref_amax", ref_amax},
+                        {"worst_index", worst_index},
+                        {"index_names", index_names},
+                        {"per_chunk_rel", chunks},
+                        {"non_finite", non_finite},
+                        {"bar", bar},
+                        {"margin", finite_or_null(margin)},
+                        {"message", message}};
+  if (noise.measured) {
+    nlohmann::json chunk_worst = nlohmann::json::array(), chunk_alpha = nlohmann::json::array();
+    for (double x : noise.chunk_worst_rel) chunk_worst.push_back(finite_or_null(x));
+    for (double x : noise.chunk_alpha) chunk_alpha.push_back(finite_or_null(x));
+    auto figures = [](const std::vector<double>& xs) {
+      nlohmann::json out = nlohmann::json::array();
+      for (double x : xs) out.push_back(finite_or_null(x));
+      return out;
+    };
+    row["noise"] = {
+        {"baseline_rel", finite_or_null(noise.baseline_rel)},
+        {"ensemble_worst_rel", finite_or_null(noise.worst_rel)},
+        {"alpha", finite_or_null(noise.alpha)},
+        {"alpha_band", {finite_or_null(noise.alpha_lo), finite_or_null(noise.alpha_hi)}},
+        {"alpha_z", finite_or_null(noise.alpha_z)},
+        {"bias_where", noise.bias_where},
+        {"bias_excess", finite_or_null(noise.bias_excess)},
+        {"min_detectable_scaling", finite_or_null(noise.mde)},
+        {"ensemble_rel", figures(noise.member_rel)},
+        {"ensemble_alpha", figures(noise.member_alpha)},
+        {"per_chunk_ensemble_worst_rel", chunk_worst},
+        {"per_chunk_alpha", chunk_alpha}};
+  }
+  return row;
 }
 
 std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::string& term,
@@ -167,7 +191,10 @@ std::vector<TermComparison> compare_terms(
   bool forward_passed = true;
   for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
     const bool forward = term == "o" || term == "ht";
-    const double bar = forward ? options.fwd_bar : options.bwd_bar;
+    const auto own_bar = options.term_bars.find(term);
+    const double bar = own_bar != options.term_bars.end() ? own_bar->second
+                       : forward                          ? options.fwd_bar
+                                                          : options.bwd_bar;
     auto found = candidate.find(term);
     if (found == candidate.end() || found->second.size() != reference.at(term).size()) {
       TermComparison c;

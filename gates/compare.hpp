@@ -34,6 +34,21 @@ struct TermComparison {
   double bar = 0.0;
   double margin = 0.0;  // bar / rel (inf when rel is 0)
   std::string message;  // one sentence for a red or unresolvable term
+  // Set where the bars come from a precision class's noise (gates/noise.hpp).
+  struct Noise {
+    bool measured = false;
+    double baseline_rel = 0.0;  // the class's same-precision baseline against the reference
+    double worst_rel = 0.0;     // the ensemble's worst
+    double alpha = 0.0;         // the candidate's regression slope of error on reference
+    double alpha_lo = 0.0, alpha_hi = 0.0;  // the band it must lie in
+    double alpha_z = 0.0;      // (alpha - the members' mean) / their standard deviation
+    std::string bias_where;    // the most biased group: "term", "chunk 3", "head (0,1)"
+    double bias_excess = 0.0;  // that group's |alpha - mid| / its allowed half-width (> 1: red)
+    double mde = 0.0;          // the smallest uniform scaling of the term that is red
+    std::vector<double> member_rel, member_alpha;  // each ensemble member's rel and slope
+    std::vector<double> chunk_worst_rel;           // per chunk, the ensemble's worst error
+    std::vector<double> chunk_alpha;               // per chunk, the candidate's slope
+  } noise;
   bool is_forward() const { return term == "o" || term == "ht"; }
   nlohmann::json to_json() const;
 };
@@ -44,6 +59,9 @@ struct CompareOptions {
   // A reference whose amax is at or below this is unresolvable: there is
   // nothing to measure a relative error against.
   double resolution_floor = 1e-30;
+  // A bar per term (noise-calibrated classes); a term not named here takes
+  // fwd_bar or bwd_bar.
+  std::map<std::string, double> term_bars;
 };
 
 // Compares every term of kernel_output_names(op, phase), forward first.

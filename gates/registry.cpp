@@ -11,24 +11,6 @@
 
 namespace deltaproof::gates {
 
-std::string_view precision_name(Precision p) {
-  switch (p) {
-    case Precision::f32:
-      return "f32";
-    case Precision::tf32:
-      return "tf32";
-    case Precision::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-std::optional<Precision> parse_precision(std::string_view name) {
-  for (Precision p : {Precision::f32, Precision::tf32, Precision::bf16})
-    if (precision_name(p) == name) return p;
-  return std::nullopt;
-}
-
 std::string_view kind_name(GateKind kind) {
   switch (kind) {
     case GateKind::oracle:
@@ -63,26 +45,9 @@ constexpr PhaseBars cuda_chunk{
     {5e-5, 8.0e-6, "kda/t64-c64 dg (H200)", 1.2e-3, "missing-barrier-bk2: gdn/t200-c64 (H200)"}};
 constexpr PhaseBars cuda_recurrent{{5e-6, 2.7e-7, "gdn2/t32-c16-mild o (H200)"},
                                    {5e-6, 4.2e-7, "gdn2/t32-c16-bf16 dg (H200)"}};
-// External candidates by precision class. f32 is cpu-chunk's evidence. tf32
-// and bf16 have no measured clean kernel yet: provisional bars, flagged so in
-// every report, until an FLA run on the GPU measures them (issue 5).
-constexpr PhaseBars f32_class = chunk;
-constexpr PhaseBars tf32_class{{5e-3, -1.0, "provisional: not measured yet"},
-                               {1e-2, -1.0, "provisional: not measured yet"}};
-constexpr PhaseBars bf16_class{{3e-2, -1.0, "provisional: not measured yet"},
-                               {6e-2, -1.0, "provisional: not measured yet"}};
+// External candidates (`gate check --precision`) have no constant bars: each
+// fixture's bars come from its precision class's noise (gates/noise.hpp).
 }  // namespace bars
-
-const PhaseBars& class_bars(Precision precision) {
-  switch (precision) {
-    case Precision::tf32:
-      return bars::tf32_class;
-    case Precision::bf16:
-      return bars::bf16_class;
-    default:
-      return bars::f32_class;
-  }
-}
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {

@@ -14,9 +14,10 @@
 
 namespace deltaproof::gates {
 
-enum class Precision { f32, tf32, bf16 };
-std::string_view precision_name(Precision p);
-std::optional<Precision> parse_precision(std::string_view name);
+// Precision classes and their contracts: kernels/precision.hpp.
+using kernels::parse_precision;
+using kernels::Precision;
+using kernels::precision_name;
 
 // A bar and the evidence it stands on (DESIGN.md section 5): the clean
 // kernel's measured worst error and, once a falsification campaign has run,
@@ -32,9 +33,6 @@ struct Bar {
 struct PhaseBars {
   Bar fwd, bwd;
 };
-
-// The bars of a precision class, for external candidates (`gate check`).
-const PhaseBars& class_bars(Precision precision);
 
 struct Family {
   const char* backend;

@@ -20,6 +20,7 @@
 #include "core/safetensors.hpp"
 #include "core/sha256.hpp"
 #include "gates/fixture_io.hpp"
+#include "gates/noise.hpp"
 #include "kernels/faults.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/fixture.hpp"
@@ -68,6 +69,7 @@ nlohmann::json GateResult::to_json() const {
             {"identical", determinism.identical},
             {"first_difference", determinism.first_difference}}},
           {"terms", term_rows},
+          {"gradients_compared", gradients_compared},
           {"seconds", seconds}};
 }
 
@@ -244,6 +246,7 @@ GateResult start_result(const Gate& gate) {
   r.op = op_name(gate.op);
   r.backend = gate.family->backend;
   r.phase = gate.phase == Phase::fwd ? "fwd" : "bwd";
+  r.gradients_compared = gate.phase == Phase::bwd;
   r.precision = precision_name(gate.family->precision);
   r.bars = bars_json(gate.family->bars, gate.family->precision);
   r.required_stages = gate.required_stages();
@@ -462,8 +465,10 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
     const auto reference = DELTAPROOF_FAULT(reference_other_seed)
                                ? reference_of_other_seed(f.file, fixture.string(), gate.phase)
                                : f.reference;
-    r.terms = compare_terms(f.job.shape, gate.phase, candidate, reference,
-                            {bars.fwd.value, bars.bwd.value});
+    CompareOptions compare;
+    compare.fwd_bar = bars.fwd.value;
+    compare.bwd_bar = bars.bwd.value;
+    r.terms = compare_terms(f.job.shape, gate.phase, candidate, reference, compare);
     r.determinism.repeats = std::max(1, options.repeat);
     for (int i = 1; i < options.repeat && r.determinism.identical; ++i) {
       kernels::ExecutionRecord again;
@@ -497,11 +502,14 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
 }
 
 GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_path,
-                           Precision precision) {
+                           Precision precision, std::optional<Phase> phase_wanted) {
   const auto start = std::chrono::steady_clock::now();
   const SafetensorsFile candidate = read_safetensors(candidate_path);
-  const bool has_gradients = candidate.has("dq");
-  const Phase phase = has_gradients ? Phase::bwd : Phase::fwd;
+  // a candidate with no gradient is checked forward only, and says so
+  bool has_gradients = false;
+  for (const char* name : {"dq", "dk", "dv", "dg", "db", "dw", "dbeta", "dh0"})
+    has_gradients = has_gradients || candidate.has(name);
+  const Phase phase = phase_wanted.value_or(has_gradients ? Phase::bwd : Phase::fwd);
   const LoadedFixture f = load_fixture(fixture, phase);
   GateResult r;
   r.name = fmt::format("check.{}.{}", op_name(f.job.shape.op), candidate_path.filename().string());
@@ -509,10 +517,9 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   r.op = op_name(f.job.shape.op);
   auto backend = candidate.metadata.find("backend");
   r.backend = backend == candidate.metadata.end() ? "external" : backend->second;
-  r.phase = has_gradients ? "bwd" : "fwd";
+  r.phase = phase == Phase::bwd ? "bwd" : "fwd";
+  r.gradients_compared = phase == Phase::bwd;
   r.precision = precision_name(precision);
-  const PhaseBars& bars = class_bars(precision);
-  r.bars = bars_json(bars, precision);
   r.fixture = f.info;
   std::map<std::string, std::vector<double>> values;
   for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
@@ -525,15 +532,50 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
                                    shape_string(want)));
     values[name] = tensor.to_f64();
   }
-  r.terms =
-      compare_terms(f.job.shape, phase, values, f.reference, {bars.fwd.value, bars.bwd.value});
-  if (bars.fwd.clean_worst < 0)
+  // the bars of this fixture: its precision class's noise (gates/noise.hpp)
+  const NoiseModel noise = measure_noise(f.job.shape, f.job.inputs, phase, f.reference, precision);
+  CompareOptions options;
+  options.term_bars = noise_bars(noise);
+  r.terms = compare_terms(f.job.shape, phase, values, f.reference, options);
+  judge_bias(f.job.shape, noise, values, f.reference, r.terms);
+  r.bars = noise_bars_json(noise, r.terms);
+  if (phase == Phase::fwd)
     r.reasons.push_back(
-        fmt::format("note: the {} bars are provisional (no measured clean kernel yet)",
-                    precision_name(precision)));
+        "forward only: o and ht compared; the candidate holds no gradient, so no gradient was "
+        "compared");
   finish(r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+nlohmann::json noise_bars_json(const NoiseModel& noise, const std::vector<TermComparison>& terms) {
+  // per phase: the loosest term bar, and the baseline's worst error beside it
+  auto phase_bar = [&](bool forward) {
+    double bar = 0.0, clean = 0.0;
+    std::string where;
+    for (const auto& t : terms)
+      if (t.is_forward() == forward && t.noise.measured) {
+        bar = std::max(bar, t.bar);
+        if (t.noise.baseline_rel >= clean) {
+          clean = t.noise.baseline_rel;
+          where = t.term;
+        }
+      }
+    return nlohmann::json{
+        {"bar", bar > 0 ? bar : noise.tolerances.error_floor},
+        {"clean_worst", clean},
+        {"clean_where",
+         fmt::format("{} baseline (cpu-chunk, {} contract) on this fixture, term {}; each "
+                     "term's own bar is in its row",
+                     precision_name(noise.precision), precision_name(noise.precision), where)},
+        {"smallest_fault", nullptr},
+        {"fault_where", ""},
+        {"provisional", false}};
+  };
+  return {{"precision", precision_name(noise.precision)},
+          {"fwd", phase_bar(true)},
+          {"bwd", phase_bar(false)},
+          {"noise", noise.to_json()}};
 }
 
 }  // namespace deltaproof::gates

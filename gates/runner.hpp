@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,9 @@ struct GateResult {
   kernels::ExecutionRecord record;
   std::vector<std::string> required_stages;
   DeterminismResult determinism;
-  nlohmann::json fixture;  // path, sha256, spec
-  nlohmann::json bars;     // fwd/bwd bar with evidence
+  nlohmann::json fixture;          // path, sha256, spec
+  nlohmann::json bars;             // fwd/bwd bar with evidence
+  bool gradients_compared = true;  // false for a forward-only gate or check
   double seconds = 0.0;
   bool passed() const { return verdict == "pass"; }
   nlohmann::json to_json() const;
@@ -54,10 +56,17 @@ struct GateResult {
 
 GateResult run_gate(const Gate& gate, const RunOptions& options);
 
-// `gate check`: a candidate computed by anything, against a fixture, with the
-// bars of a precision class.
+// `gate check`: a candidate computed by anything, against a fixture, with bars
+// from the noise of its precision class on this fixture (gates/noise.hpp):
+// per-term bars and bias bands. The phase is bwd when the candidate holds any
+// gradient, else fwd (forward only, and the result says so), unless given.
 GateResult check_candidate(const std::filesystem::path& fixture,
-                           const std::filesystem::path& candidate, Precision precision);
+                           const std::filesystem::path& candidate, Precision precision,
+                           std::optional<kernels::Phase> phase = std::nullopt);
+
+struct NoiseModel;
+// The bars of a noise-calibrated check, as the report holds them.
+nlohmann::json noise_bars_json(const NoiseModel& noise, const std::vector<TermComparison>& terms);
 
 nlohmann::json bars_json(const PhaseBars& bars, Precision precision);
 

@@ -36,6 +36,13 @@ int tensor_width(const KernelShape& s, std::string_view name) {
   throw InputError(fmt::format("'{}' is not a tensor of op {}.", name, op_name(s.op)));
 }
 
+void require_f32_contract(const KernelShape& shape, std::string_view backend) {
+  if (shape.contract.rounds_anything())
+    throw InputError(
+        fmt::format("{} runs f32 arithmetic only; the {} contract is emulated by cpu-chunk alone.",
+                    backend, precision_name(shape.contract.precision)));
+}
+
 std::size_t tensor_size(const KernelShape& s, std::string_view name) {
   const int width = tensor_width(s, name);
   if (width < 0) return static_cast<std::size_t>(s.B) * s.H * s.K * s.V;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/op.hpp"
+#include "kernels/precision.hpp"
 
 namespace deltaproof::kernels {
 
@@ -23,7 +24,14 @@ struct KernelShape {
   // The inputs q k v g b w (beta) hold bf16 values (a bf16 fixture): a backend
   // that reads bf16 (cuda-*) takes them as bf16; the others read the f32 copy.
   bool bf16_inputs = false;
+  // Where the kernel rounds (kernels/precision.hpp). Only cpu-chunk emulates a
+  // contract that rounds; every other backend refuses one (InputError).
+  PrecisionContract contract;
 };
+
+// Throws InputError unless the shape's contract rounds nothing: for backends
+// that run f32 arithmetic only.
+void require_f32_contract(const KernelShape& shape, std::string_view backend);
 
 // Names of the tensors a kernel reads: q k v g b w h0 (gdn2) or q k v g beta h0
 // (kda, gdn), plus the cotangents do dht for the backward.

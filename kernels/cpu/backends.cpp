@@ -111,9 +111,17 @@ class ChunkBackend final : public Backend {
       const HeadSequence x = gather_head(s, in, b, h, rows);
       const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
       const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
-      const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record);
+      // one stochastic stream per head, whichever thread runs it
+      Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
+      const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
       scatter_head(s, b, h, r, backward, out);
     });
+    // the outputs as written, in the class's storage type (after kda's dbeta and
+    // gdn's dg are summed over channels), from a stream of their own
+    Rounder written(s.contract, static_cast<std::uint64_t>(s.B) * s.H);
+    if (written.outputs())
+      for (auto& [name, values] : out)
+        for (float& v : values) v = written.output(v);
   }
 };
 
@@ -125,6 +133,7 @@ class RecurrentBackend final : public Backend {
   }
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
+    require_f32_contract(s, name());
     const bool backward = phase == Phase::bwd;
     for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
       const HeadSequence x = gather_head(s, in, b, h, s.T);

@@ -34,23 +34,46 @@ ChunkInputs chunk_slice(const HeadSequence& x, int start, int length) {
   return c;
 }
 
+MatF rounded(Rounder& round, const MatF& x, float (Rounder::*at)(float)) {
+  MatF out(x.rows(), x.cols());
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index c = 0; c < x.cols(); ++c) out(r, c) = (round.*at)(x(r, c));
+  return out;
+}
+
 }  // namespace
 
-ChunkIntra chunk_intra(const ChunkInputs& x) {
+Rounder& exact_rounder() {
+  thread_local Rounder exact;
+  return exact;
+}
+
+MatF operand(Rounder& round, const MatF& x) {
+  return round.operands() ? rounded(round, x, &Rounder::operand) : x;
+}
+
+MatF intermediate(Rounder& round, const MatF& x) {
+  return round.intermediates() ? rounded(round, x, &Rounder::intermediate) : x;
+}
+
+ChunkIntra chunk_intra(const ChunkInputs& x, Rounder& round) {
   const int L = x.length();
   const auto Kd = x.K.cols();
   ChunkIntra out;
   out.A = MatF::Zero(L, L);
   out.M = MatF::Zero(L, L);
+  // the row operands of A and M: Q and B*K (the decayed key is rounded per pair)
+  const MatF Q_op = operand(round, x.Q);
+  const MatF BK_op =
+      operand(round, DELTAPROOF_FAULT(b_dropped_from_a) ? x.K : MatF(x.B.cwiseProduct(x.K)));
   // A_ri (i < r) and M_ri (i <= r), each exponential of a difference G_r - G_i <= 0
   for (int r = 0; r < L; ++r) {
     for (int i = 0; i <= r; ++i) {
       float a = 0.0f, m = 0.0f;
       for (Eigen::Index k = 0; k < Kd; ++k) {
-        const float decayed_key = x.K(i, k) * std::exp(x.G(r, k) - x.G(i, k));
-        m += x.Q(r, k) * decayed_key;
-        const float erase = DELTAPROOF_FAULT(b_dropped_from_a) ? 1.0f : x.B(r, k);
-        a += erase * x.K(r, k) * decayed_key;
+        const float decayed_key = round.operand(x.K(i, k) * std::exp(x.G(r, k) - x.G(i, k)));
+        m += Q_op(r, k) * decayed_key;
+        a += BK_op(r, k) * decayed_key;
       }
       out.M(r, i) = m;
       if (i < r) out.A(r, i) = a;
@@ -60,8 +83,9 @@ ChunkIntra chunk_intra(const ChunkInputs& x) {
   MatF unit_lower = identity + out.A;
   out.Tinv = unit_lower.triangularView<Eigen::UnitLower>().solve(identity);
   const MatF E = x.G.array().exp().matrix();
-  out.Ut = out.Tinv * x.W.cwiseProduct(x.V);
-  out.Wt = out.Tinv * x.B.cwiseProduct(x.K).cwiseProduct(E);
+  const MatF Tinv_op = operand(round, out.Tinv);
+  out.Ut = intermediate(round, Tinv_op * operand(round, x.W.cwiseProduct(x.V)));
+  out.Wt = intermediate(round, Tinv_op * operand(round, x.B.cwiseProduct(x.K).cwiseProduct(E)));
   out.Qg = x.Q.cwiseProduct(E);
   const VecF G_end = x.G.row(L - 1).transpose();
   out.decay_end = G_end.array().exp().matrix();
@@ -75,52 +99,72 @@ ChunkIntra chunk_intra(const ChunkInputs& x) {
   return out;
 }
 
-ChunkForward chunk_output_and_state(const ChunkIntra& intra, const MatF& S0, float scale) {
+ChunkForward chunk_output_and_state(const ChunkIntra& intra, const MatF& S0, float scale,
+                                    Rounder& round) {
+  // the state a product reads is the stored one; the carried S_end stays f32
+  const MatF S0_op = operand(round, intermediate(round, S0));
   ChunkForward out;
-  out.U = intra.Ut - intra.Wt * S0;
-  out.O = scale * (intra.Qg * S0 + intra.M * out.U);
+  out.U = intermediate(round, intra.Ut - operand(round, intra.Wt) * S0_op);
+  const MatF U_op = operand(round, out.U);
+  out.O = scale * (operand(round, intra.Qg) * S0_op + operand(round, intra.M) * U_op);
   out.S_end = intra.decay_end.asDiagonal() * S0;
-  out.S_end.noalias() += intra.Kdec.transpose() * out.U;
+  out.S_end.noalias() += operand(round, intra.Kdec).transpose() * U_op;
   return out;
 }
 
-MatF bk2_state_gradient(const ChunkIntra& intra, const MatF& dO, const MatF& dS_end, float scale) {
-  const MatF dU = scale * intra.M.transpose() * dO + intra.Kdec * dS_end;
-  MatF dS0 = scale * intra.Qg.transpose() * dO;
+MatF bk2_state_gradient(const ChunkIntra& intra, const MatF& dO, const MatF& dS_end, float scale,
+                        Rounder& round) {
+  const MatF dO_op = operand(round, dO);
+  const MatF dS_end_op = operand(round, intermediate(round, dS_end));
+  const MatF dU = intermediate(round, scale * operand(round, intra.M).transpose() * dO_op +
+                                          operand(round, intra.Kdec) * dS_end_op);
+  MatF dS0 = scale * operand(round, intra.Qg).transpose() * dO_op;
   dS0.noalias() += intra.decay_end.asDiagonal() * dS_end;
-  dS0.noalias() -= intra.Wt.transpose() * dU;
+  dS0.noalias() -= operand(round, intra.Wt).transpose() * operand(round, dU);
   return dS0;
 }
 
 ChunkGradients bk1_chunk_adjoint(const ChunkInputs& x, const ChunkIntra& intra, const MatF& S0,
-                                 const MatF& dO, const MatF& dS_end, float scale,
-                                 MatF& du_scratch) {
+                                 const MatF& dO, const MatF& dS_end, float scale, MatF& du_scratch,
+                                 Rounder& round) {
   const int L = x.length();
   const auto Kd = x.K.cols();
-  const MatF U = intra.Ut - intra.Wt * S0;
+  // every product below reads its operands rounded (identity under f32)
+  auto op = [&round](const MatF& m) { return operand(round, m); };
+  const MatF S0_op = op(intermediate(round, S0));
+  const MatF dS_end_op = op(intermediate(round, dS_end));
+  const MatF dO_op = op(dO);
+  const MatF Tinv_op = op(intra.Tinv);
+  const MatF U = intermediate(round, intra.Ut - op(intra.Wt) * S0_op);
+  const MatF U_op = op(U);
 
   // dU = scale M^T dO + Kdec dS_end (the scratch must be overwritten, not accumulated)
+  const MatF dU_now =
+      intermediate(round, scale * op(intra.M).transpose() * dO_op + op(intra.Kdec) * dS_end_op);
   if (DELTAPROOF_FAULT(scratch_read_before_write)) {
     if (du_scratch.rows() != L || du_scratch.cols() != U.cols())
       du_scratch = MatF::Zero(L, U.cols());
-    du_scratch.noalias() += scale * intra.M.transpose() * dO + intra.Kdec * dS_end;
+    du_scratch.noalias() += dU_now;
   } else {
-    du_scratch = scale * intra.M.transpose() * dO + intra.Kdec * dS_end;
+    du_scratch = dU_now;
   }
-  const MatF& dU = du_scratch;
+  const MatF dU_op = op(du_scratch);
 
   // O = scale [Qg S0 + M U]: dM (i <= r), dQg
-  MatF dM = (scale * dO * U.transpose()).triangularView<Eigen::Lower>();
-  const MatF dQg = scale * dO * S0.transpose();
+  MatF dM = (scale * dO_op * U_op.transpose()).triangularView<Eigen::Lower>();
+  const MatF dQg = scale * dO_op * S0_op.transpose();
   // S_end = Diag(exp G_C) S0 + Kdec^T U: dKdec, d(exp G_C)
-  const MatF dKdec = U * dS_end.transpose();
+  const MatF dKdec = U_op * dS_end_op.transpose();
   const VecF d_decay_end = dS_end.cwiseProduct(S0).rowwise().sum();
   // U = Ut - Wt S0, Ut = Tinv X, Wt = Tinv Y: dX = Tinv^T dU, dY = -Tinv^T dU S0^T
-  const MatF dX = intra.Tinv.transpose() * dU;
-  const MatF dY = -(intra.Tinv.transpose() * (dU * S0.transpose()));
+  const MatF dX = Tinv_op.transpose() * dU_op;
+  const MatF dY = -(Tinv_op.transpose() * op(dU_op * S0_op.transpose()));
   // Tinv = (I + A)^-1: dA = -Tinv^T dTinv Tinv^T = -(dX Ut^T + dY Wt^T), strictly lower
-  MatF dA = -(dX * intra.Ut.transpose() + dY * intra.Wt.transpose());
+  MatF dA = -(op(dX) * op(intra.Ut).transpose() + op(dY) * op(intra.Wt).transpose());
   dA = dA.triangularView<Eigen::StrictlyLower>();
+  // the pairwise adjoints below are products with dM and dA as operands
+  dM = op(dM);
+  dA = op(dA);
 
   const MatF E = x.G.array().exp().matrix();
   ChunkGradients d;
@@ -175,7 +219,7 @@ ChunkGradients bk1_chunk_adjoint(const ChunkInputs& x, const ChunkIntra& intra, 
 }
 
 HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward, const MatF& dO,
-                    const MatF& dht, ExecutionRecord& record) {
+                    const MatF& dht, ExecutionRecord& record, Rounder& round) {
   const int T = static_cast<int>(x.Q.rows());
   const int num_chunks = (T + chunk - 1) / chunk;
   const auto Kd = x.K.cols();
@@ -192,12 +236,12 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
   MatF state = DELTAPROOF_FAULT(h0_ignored) ? MatF::Zero(x.h0.rows(), x.h0.cols()) : x.h0;
   for (int c = 0; c < num_chunks; ++c) {
     inputs[c] = chunk_slice(x, start_of(c), length_of(c));
-    intra[c] = chunk_intra(inputs[c]);
+    intra[c] = chunk_intra(inputs[c], round);
     record.note("fwd.intra");
     MatF S0 = DELTAPROOF_FAULT(state_not_carried) ? x.h0 : state;
     if (DELTAPROOF_FAULT(state_transposed) && S0.rows() == S0.cols()) S0.transposeInPlace();
     chunk_start[c] = S0;
-    ChunkForward f = chunk_output_and_state(intra[c], S0, scale);
+    ChunkForward f = chunk_output_and_state(intra[c], S0, scale, round);
     record.note("fwd.inter");
     out.O.middleRows(start_of(c), length_of(c)) = f.O;
     state = std::move(f.S_end);
@@ -210,7 +254,8 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
   dS_end[num_chunks - 1] = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(Kd, Vd) : dht;
   MatF dS0;
   for (int c = num_chunks - 1; c >= 0; --c) {
-    dS0 = bk2_state_gradient(intra[c], dO.middleRows(start_of(c), length_of(c)), dS_end[c], scale);
+    dS0 = bk2_state_gradient(intra[c], dO.middleRows(start_of(c), length_of(c)), dS_end[c], scale,
+                             round);
     record.note("bwd.bk2");
     if (c > 0) {
       dS_end[c - 1] = DELTAPROOF_FAULT(ds_not_handed_back) ? MatF::Zero(Kd, Vd) : dS0;
@@ -232,7 +277,7 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
   for (int c = 0; c < num_chunks; ++c) {
     const int s = start_of(c), L = length_of(c);
     ChunkGradients d = bk1_chunk_adjoint(inputs[c], intra[c], chunk_start[c], dO.middleRows(s, L),
-                                         dS_end[c], scale, du_scratch);
+                                         dS_end[c], scale, du_scratch, round);
     record.note("bwd.bk1");
     g.dQ.middleRows(s, L) = d.dQ;
     g.dK.middleRows(s, L) = d.dK;

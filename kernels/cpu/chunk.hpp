@@ -15,11 +15,21 @@
 #include <Eigen/Dense>
 
 #include "kernels/backend.hpp"
+#include "kernels/precision.hpp"
 
 namespace deltaproof::kernels::cpu {
 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using VecF = Eigen::Matrix<float, Eigen::Dynamic, 1>;
+
+// Precision contracts (kernels/precision.hpp): every stage takes a Rounder and
+// rounds at the points its contract names — each matrix product's operands,
+// the stored intermediates (Ut, Wt, U, dU, the states a product reads), the
+// outputs. The default rounds nothing: the f32 kernel.
+Rounder& exact_rounder();
+// A matrix at a rounding point: a product's operand, or a stored intermediate.
+MatF operand(Rounder& round, const MatF& x);
+MatF intermediate(Rounder& round, const MatF& x);
 
 // One chunk of one (batch, head), in gdn2 form (kda's beta broadcast into B and
 // W, gdn's g over K). G is the cumulative sum of g from the chunk start.
@@ -37,25 +47,28 @@ struct ChunkIntra {
 };
 
 // fwd stage "fwd.intra": A, Tinv, Ut, Wt, M (token-parallel, any chunk order).
-ChunkIntra chunk_intra(const ChunkInputs& x);
+ChunkIntra chunk_intra(const ChunkInputs& x, Rounder& round = exact_rounder());
 
 struct ChunkForward {
   MatF U, O, S_end;
 };
 // fwd stage "fwd.inter": U, O and the chunk-end state from the chunk-start state S0.
-ChunkForward chunk_output_and_state(const ChunkIntra& intra, const MatF& S0, float scale);
+ChunkForward chunk_output_and_state(const ChunkIntra& intra, const MatF& S0, float scale,
+                                    Rounder& round = exact_rounder());
 
 // bwd stage "bwd.bk2": the gradient wrt the chunk-start state,
 //   dS0 = scale (Q*exp G)^T dO + Diag(exp G_C) dS_end - Wt^T dU,
 //   dU  = scale M^T dO + (K*exp(G_C - G)) dS_end.
-MatF bk2_state_gradient(const ChunkIntra& intra, const MatF& dO, const MatF& dS_end, float scale);
+MatF bk2_state_gradient(const ChunkIntra& intra, const MatF& dO, const MatF& dS_end, float scale,
+                        Rounder& round = exact_rounder());
 
 // bwd stage "bwd.bk1": the intra-chunk adjoint, given the chunk's S0 and dS_end.
 struct ChunkGradients {
   MatF dQ, dK, dV, dG, dB, dW;  // dG is wrt the per-token g (reverse cumsum done)
 };
 ChunkGradients bk1_chunk_adjoint(const ChunkInputs& x, const ChunkIntra& intra, const MatF& S0,
-                                 const MatF& dO, const MatF& dS_end, float scale, MatF& du_scratch);
+                                 const MatF& dO, const MatF& dS_end, float scale, MatF& du_scratch,
+                                 Rounder& round = exact_rounder());
 
 // The whole sequence of one (batch, head) with its stages; `states` receives
 // S0 of every chunk and the final state (the glue's saved chunk-start states).
@@ -68,7 +81,9 @@ struct HeadResult {
   ChunkGradients grad;  // whole-sequence gradients (T rows)
   MatF dh0;
 };
+// Outputs come back unrounded: the backend rounds them as written (kda's dbeta
+// and gdn's dg are sums over channels, rounded once).
 HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward, const MatF& dO,
-                    const MatF& dht, ExecutionRecord& record);
+                    const MatF& dht, ExecutionRecord& record, Rounder& round = exact_rounder());
 
 }  // namespace deltaproof::kernels::cpu

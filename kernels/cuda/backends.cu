@@ -128,6 +128,7 @@ class CudaBackend final : public Backend {
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
+    require_f32_contract(s, name_);
     if (!gpu_available())
       throw InputError(
           fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));

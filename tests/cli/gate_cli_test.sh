@@ -48,6 +48,22 @@ expect 2 "unknown precision class 'fp8'" -- \
   gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/c.safetensors" --precision fp8
 expect 2 "no-such.safetensors" -- \
   gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/no-such.safetensors"
+# a candidate with o and ht only: checked forward only, and the verdict line says so
+"$bin" run --backend cpu-chunk --fixture fixtures/gdn/t40-c16.safetensors --phase fwd \
+  --out "$work/fwd.safetensors" >/dev/null
+expect 0 'PASS check.gdn.fwd.safetensors .*\[forward only: no gradient compared\]' -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/fwd.safetensors" \
+  --report "$work/fwd.json"
+if grep -q '"gradients_compared": false' "$work/fwd.json" &&
+  grep -q 'forward only: o and ht compared' "$work/fwd.json"; then
+  echo "ok: the forward-only report says no gradient was compared"
+else
+  fail "forward-only report"
+fi
+# ... and asked for the gradients it lacks, red on each of them
+expect 1 'dq +missing' -- \
+  gate check --fixture fixtures/gdn/t40-c16.safetensors --candidate "$work/fwd.safetensors" \
+  --phase bwd
 # a candidate from another fixture of the same shape (another regime): red at the forward
 expect 1 'dq +not-compared' -- \
   gate check --fixture fixtures/gdn/t32-c16-mild.safetensors --candidate "$("$bin" run --backend cpu-chunk --fixture fixtures/gdn/t32-c16.safetensors --out "$work/d.safetensors" >/dev/null; echo "$work/d.safetensors")"

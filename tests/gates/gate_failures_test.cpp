@@ -88,8 +88,14 @@ fs::path write_candidate(const fs::path& path, const KernelShape& shape, const V
   return path;
 }
 
-const PhaseBars& f32_bars() { return class_bars(Precision::f32); }
-CompareOptions f32_options() { return {f32_bars().fwd.value, f32_bars().bwd.value}; }
+// cpu-chunk's bars: the f32 figures the comparison is tested with
+const PhaseBars& f32_bars() { return families().front().bars; }
+CompareOptions f32_options() {
+  CompareOptions options;
+  options.fwd_bar = f32_bars().fwd.value;
+  options.bwd_bar = f32_bars().bwd.value;
+  return options;
+}
 
 // ---- one term, one chunk ---------------------------------------------------
 

@@ -237,8 +237,12 @@ TEST_F(ReportSchema, ReportCoversEveryShapeOfGateAndTerm) {
   EXPECT_EQ(term(dq_off, "dq").at("status"), "fail");
   EXPECT_EQ(dq_off.at("verdict"), "fail");
 
-  EXPECT_TRUE(gate("check.gdn2.clean.safetensors").at("bars").at("fwd").at("clean_worst").is_null())
-      << "tf32 bars are provisional: no measured clean worst";
+  // a class's bars come from its noise on the fixture: measured, never provisional
+  const auto& clean_bars = gate("check.gdn2.clean.safetensors").at("bars");
+  EXPECT_TRUE(clean_bars.at("fwd").at("clean_worst").is_number()) << clean_bars.dump();
+  EXPECT_FALSE(clean_bars.at("fwd").at("provisional").get<bool>());
+  EXPECT_EQ(clean_bars.at("noise").at("precision"), "tf32");
+  EXPECT_TRUE(term(gate("check.gdn2.clean.safetensors"), "dq").contains("noise"));
   EXPECT_TRUE(gate("gdn2.cuda-chunk.t40-c16.fwd").at("fixture").is_null());
 
   const auto& causality = gate("gdn2.cpu-chunk.t40-c16.causality");

@@ -18,7 +18,16 @@ using oracle::FixtureSpec;
 using oracle::Mat;
 
 kernels::KernelShape shape_of(const FixtureSpec& s) {
-  return {s.op, s.B, s.T, s.H, s.K, s.V, s.chunk, static_cast<float>(s.scale())};
+  kernels::KernelShape shape;
+  shape.op = s.op;
+  shape.B = s.B;
+  shape.T = s.T;
+  shape.H = s.H;
+  shape.K = s.K;
+  shape.V = s.V;
+  shape.chunk = s.chunk;
+  shape.scale = static_cast<float>(s.scale());
+  return shape;
 }
 
 kernels::Buffers buffers_of(const oracle::Problem& p) {

@@ -1,0 +1,355 @@
+// gates/noise.cpp — see noise.hpp.
+#include "gates/noise.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "kernels/cpu/backends.hpp"
+
+namespace deltaproof::gates {
+using kernels::Buffers;
+using kernels::KernelShape;
+using kernels::Phase;
+using kernels::PrecisionContract;
+using kernels::Rounding;
+
+const NoiseTolerances& noise_tolerances(Precision precision) {
+  // Evidence for each figure: docs/PRECISION.md (FLA on the H200 against
+  // these ensembles, and the graded faults each class must kill).
+  static const NoiseTolerances f32{24.0, 1e-6, 4.0, 4e-6};
+  static const NoiseTolerances tf32{2.0, 2.5e-4, 4.0, 2.5e-4};
+  static const NoiseTolerances bf16{2.0, 2e-3, 6.0, 1e-3};
+  switch (precision) {
+    case Precision::tf32:
+      return tf32;
+    case Precision::bf16:
+      return bf16;
+    default:
+      return f32;
+  }
+}
+
+std::vector<EnsembleMember> ensemble_members(Precision precision, int chunk) {
+  // another chunk size: the same function, other sums (FLA's sub-chunks are 16)
+  const int other_chunk = chunk >= 32 ? chunk / 2 : chunk * 2;
+  auto contract = [precision](Rounding rule, std::uint64_t seed = 0) {
+    PrecisionContract c;
+    c.precision = precision;
+    c.rounding = rule;
+    c.seed = seed;
+    return c;
+  };
+  const PrecisionContract nearest = contract(Rounding::nearest_even);
+  std::vector<EnsembleMember> members = {
+      {"baseline (nearest-even)", nearest, chunk, false},
+      {"channels reversed", nearest, chunk, true},
+      {fmt::format("chunk {}", other_chunk), nearest, other_chunk, false},
+  };
+  if (precision == Precision::f32) {
+    members.push_back(
+        {fmt::format("chunk {}, channels reversed", other_chunk), nearest, other_chunk, true});
+    return members;
+  }
+  members.push_back({"stochastic rounding, stream 1", contract(Rounding::stochastic, 1), chunk});
+  members.push_back({"stochastic rounding, stream 2", contract(Rounding::stochastic, 2), chunk});
+  if (precision == Precision::tf32) {
+    // Hopper's tensor cores read an f32 register as TF32 by dropping its low bits
+    members.push_back({"toward zero (TF32 truncation)", contract(Rounding::toward_zero), chunk});
+    members.push_back({fmt::format("toward zero, chunk {}", other_chunk),
+                       contract(Rounding::toward_zero), other_chunk});
+  } else {
+    PrecisionContract f32_intermediates = nearest;
+    f32_intermediates.intermediates = false;
+    members.push_back({"intermediates kept f32", f32_intermediates, chunk});
+    PrecisionContract f32_outputs = nearest;
+    f32_outputs.outputs = false;
+    members.push_back({"outputs kept f32", f32_outputs, chunk});
+  }
+  return members;
+}
+
+nlohmann::json NoiseModel::to_json() const {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& m : members) names.push_back(m.name);
+  return {{"precision", kernels::precision_name(precision)},
+          {"source", "cpu-chunk under the class's precision contract (docs/PRECISION.md)"},
+          {"members", names},
+          {"kappa_error", tolerances.kappa_error},
+          {"error_floor", tolerances.error_floor},
+          {"kappa_bias", tolerances.kappa_bias},
+          {"bias_floor", tolerances.bias_floor},
+          {"seconds", seconds}};
+}
+
+namespace {
+
+// Which channel axis a tensor's last index runs over: K, V, both (a state), none.
+enum class Axis { k, v, state, none };
+Axis channel_axis(const KernelShape& s, const std::string& name) {
+  const int width = kernels::tensor_width(s, name);
+  if (width < 0) return Axis::state;
+  if (width == 0) return Axis::none;
+  const std::string base =
+      name.size() > 1 && name[0] == 'd' && name != "do" ? name.substr(1) : name;
+  return base == "v" || base == "w" || base == "o" || name == "do" ? Axis::v : Axis::k;
+}
+
+// Reverses the K and V channels of a named tensor (its own inverse).
+template <class T>
+void reverse_channels(const KernelShape& s, const std::string& name, std::vector<T>& values) {
+  const Axis axis = channel_axis(s, name);
+  if (axis == Axis::none) return;
+  if (axis == Axis::state) {
+    std::vector<T> out(values.size());
+    const std::size_t plane = static_cast<std::size_t>(s.K) * s.V;
+    for (std::size_t base = 0; base < values.size(); base += plane)
+      for (int i = 0; i < s.K; ++i)
+        for (int j = 0; j < s.V; ++j)
+          out[base + static_cast<std::size_t>(i) * s.V + j] =
+              values[base + static_cast<std::size_t>(s.K - 1 - i) * s.V + (s.V - 1 - j)];
+    values = std::move(out);
+    return;
+  }
+  const std::size_t width = axis == Axis::k ? s.K : s.V;
+  for (std::size_t row = 0; row < values.size(); row += width)
+    std::reverse(values.begin() + static_cast<std::ptrdiff_t>(row),
+                 values.begin() + static_cast<std::ptrdiff_t>(row + width));
+}
+
+Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
+                   const EnsembleMember& member) {
+  KernelShape s = shape;
+  s.contract = member.contract;
+  s.chunk = member.chunk;
+  Buffers in = inputs;
+  if (member.channels_reversed)
+    for (auto& [name, values] : in) reverse_channels(s, name, values);
+  Buffers out = kernels::allocate_outputs(s, phase, 0.0f);
+  kernels::ExecutionRecord record;
+  kernels::cpu::chunk_backend().run(s, in, phase, out, record);
+  if (member.channels_reversed)
+    for (auto& [name, values] : out) reverse_channels(s, name, values);
+  return out;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0.0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+Band band_of(const std::vector<double>& xs) {
+  Band b{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  bool any = false;
+  for (double x : xs)
+    if (std::isfinite(x)) {
+      b.lo = std::min(b.lo, x);
+      b.hi = std::max(b.hi, x);
+      any = true;
+    }
+  if (!any) b = {NAN, NAN};
+  return b;
+}
+
+// The largest |alpha - mid| / allowed half-width over one kind of group.
+struct Excess {
+  double ratio = 0.0;
+  std::size_t group = 0;
+};
+Excess worst_excess(const std::vector<double>& alpha, const std::vector<Band>& bands,
+                    const NoiseTolerances& tol) {
+  Excess worst;
+  for (std::size_t g = 0; g < alpha.size() && g < bands.size(); ++g) {
+    if (!std::isfinite(alpha[g]) || !std::isfinite(bands[g].lo)) continue;
+    const double allowed = tol.kappa_bias * bands[g].half() + tol.bias_floor;
+    const double ratio = std::abs(alpha[g] - bands[g].mid()) / allowed;
+    if (ratio > worst.ratio) worst = {ratio, g};
+  }
+  return worst;
+}
+
+}  // namespace
+
+Slopes regression_slopes(const KernelShape& s, const std::string& term,
+                         const std::vector<double>& candidate,
+                         const std::vector<double>& reference) {
+  const bool state = kernels::tensor_width(s, term) < 0;
+  const std::size_t chunks = state ? 0 : static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
+  const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
+  std::vector<double> chunk_cross(chunks, 0.0), chunk_ref(chunks, 0.0);
+  std::vector<double> head_cross(heads, 0.0), head_ref(heads, 0.0);
+  double cross = 0.0, ref2 = 0.0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    const double r = reference[i];
+    const double e = (candidate[i] - r) * r;
+    cross += e;
+    ref2 += r * r;
+    const auto index = unravel(s, term, i);  // (b, t, h, i) or (b, h, i, j)
+    const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
+                             static_cast<std::size_t>(state ? index[1] : index[2]);
+    head_cross[head] += e;
+    head_ref[head] += r * r;
+    if (!state) {
+      const auto chunk = static_cast<std::size_t>(index[1] / s.chunk);
+      chunk_cross[chunk] += e;
+      chunk_ref[chunk] += r * r;
+    }
+  }
+  auto slope = [](double c, double r2) { return r2 > 0.0 ? c / r2 : NAN; };
+  Slopes out;
+  out.whole = slope(cross, ref2);
+  for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(slope(chunk_cross[c], chunk_ref[c]));
+  for (std::size_t h = 0; h < heads; ++h) out.head.push_back(slope(head_cross[h], head_ref[h]));
+  return out;
+}
+
+NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase phase,
+                         const std::map<std::string, std::vector<double>>& reference,
+                         Precision precision) {
+  const auto start = std::chrono::steady_clock::now();
+  NoiseModel model;
+  model.precision = precision;
+  model.tolerances = noise_tolerances(precision);
+  model.members = ensemble_members(precision, shape.chunk);
+  // per term: each member's slopes, rel and per-chunk error
+  std::map<std::string, std::vector<Slopes>> slopes;
+  for (const auto& member : model.members) {
+    const Buffers out = run_member(shape, inputs, phase, member);
+    for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
+      const std::vector<double>& ref = reference.at(term);
+      const std::vector<double> got(out.at(term).begin(), out.at(term).end());
+      TermNoise& noise = model.terms[term];
+      const double amax = max_abs(ref);
+      const bool state = kernels::tensor_width(shape, term) < 0;
+      const std::size_t chunks =
+          state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
+      noise.chunk_worst_rel.resize(chunks, 0.0);
+      double worst = 0.0;
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        const double diff = std::abs(got[i] - ref[i]);
+        worst = std::max(worst, diff);
+        if (chunks > 0) {
+          const auto t = unravel(shape, term, i)[1];
+          double& slot = noise.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
+          slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
+        }
+      }
+      noise.member_rel.push_back(amax > 0 ? worst / amax : 0.0);
+      slopes[term].push_back(regression_slopes(shape, term, got, ref));
+    }
+  }
+  for (auto& [term, noise] : model.terms) {
+    noise.baseline_rel = noise.member_rel.front();
+    noise.worst_rel = *std::max_element(noise.member_rel.begin(), noise.member_rel.end());
+    const auto& each = slopes.at(term);
+    std::vector<double> whole;
+    for (const auto& s : each) whole.push_back(s.whole);
+    noise.alpha = band_of(whole);
+    noise.member_alpha = whole;
+    double mean = 0.0, var = 0.0;
+    for (double a : whole) mean += a / static_cast<double>(whole.size());
+    for (double a : whole) var += (a - mean) * (a - mean) / static_cast<double>(whole.size() - 1);
+    noise.alpha_sigma = std::sqrt(var);
+    noise.alpha_mean = mean;
+    auto bands = [&each](auto field) {
+      std::vector<Band> out;
+      for (std::size_t g = 0; g < (each.front().*field).size(); ++g) {
+        std::vector<double> xs;
+        for (const auto& s : each) xs.push_back((s.*field)[g]);
+        out.push_back(band_of(xs));
+      }
+      return out;
+    };
+    noise.chunk_alpha = bands(&Slopes::chunk);
+    noise.head_alpha = bands(&Slopes::head);
+  }
+  model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+std::map<std::string, double> noise_bars(const NoiseModel& model) {
+  std::map<std::string, double> bars;
+  for (const auto& [term, noise] : model.terms)
+    bars[term] =
+        std::max(model.tolerances.kappa_error * noise.worst_rel, model.tolerances.error_floor);
+  return bars;
+}
+
+void judge_bias(const KernelShape& shape, const NoiseModel& model,
+                const std::map<std::string, std::vector<double>>& candidate,
+                const std::map<std::string, std::vector<double>>& reference,
+                std::vector<TermComparison>& terms) {
+  const NoiseTolerances& tol = model.tolerances;
+  bool forward_passed = true;
+  for (TermComparison& t : terms) {
+    const auto found = model.terms.find(t.term);
+    if (found == model.terms.end()) continue;
+    const TermNoise& noise = found->second;
+    auto& n = t.noise;
+    n.measured = true;
+    n.baseline_rel = noise.baseline_rel;
+    n.worst_rel = noise.worst_rel;
+    n.chunk_worst_rel = noise.chunk_worst_rel;
+    n.member_rel = noise.member_rel;
+    n.member_alpha = noise.member_alpha;
+    const double allowed = tol.kappa_bias * noise.alpha.half() + tol.bias_floor;
+    n.alpha_lo = noise.alpha.mid() - allowed;
+    n.alpha_hi = noise.alpha.mid() + allowed;
+    // a uniform scaling by 1 + s has rel |s| and alpha s: red past the bar or the band
+    n.mde = std::min(t.bar, allowed + std::abs(noise.alpha.mid()));
+    if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing)
+      t.status = TermStatus::not_compared;
+    if (t.status == TermStatus::not_compared || t.status == TermStatus::missing ||
+        t.status == TermStatus::unresolvable || t.non_finite > 0) {
+      n.alpha = n.alpha_z = n.bias_excess = NAN;
+      if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
+      if (t.status == TermStatus::not_compared) {
+        t.rel = t.margin = NAN;
+        t.message = fmt::format("{}: not compared, the forward (o, ht) did not pass", t.term);
+      }
+      continue;
+    }
+    const Slopes got = regression_slopes(shape, t.term, candidate.at(t.term), reference.at(t.term));
+    n.alpha = got.whole;
+    n.chunk_alpha = got.chunk;
+    n.alpha_z = noise.alpha_sigma > 0 ? (got.whole - noise.alpha_mean) / noise.alpha_sigma
+                                      : std::numeric_limits<double>::infinity();
+    // the most biased group: the whole term, a chunk, a head
+    const Excess whole = worst_excess({got.whole}, {noise.alpha}, tol);
+    const Excess chunk = worst_excess(got.chunk, noise.chunk_alpha, tol);
+    const Excess head = worst_excess(got.head, noise.head_alpha, tol);
+    n.bias_excess = whole.ratio;
+    n.bias_where = "term";
+    double group_alpha = got.whole;
+    Band group_band = noise.alpha;
+    if (chunk.ratio > n.bias_excess) {
+      n.bias_excess = chunk.ratio;
+      n.bias_where = fmt::format("chunk {}", chunk.group);
+      group_alpha = got.chunk[chunk.group];
+      group_band = noise.chunk_alpha[chunk.group];
+    }
+    if (head.ratio > n.bias_excess) {
+      n.bias_excess = head.ratio;
+      n.bias_where = fmt::format("head ({},{})", head.group / shape.H, head.group % shape.H);
+      group_alpha = got.head[head.group];
+      group_band = noise.head_alpha[head.group];
+    }
+    if (n.bias_excess > 1.0 && t.status == TermStatus::pass) {
+      t.status = TermStatus::fail;
+      const double half = tol.kappa_bias * group_band.half() + tol.bias_floor;
+      t.message = fmt::format(
+          "{}: biased: the error's regression slope on the reference in {} is {:+.3e}, outside "
+          "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width; rel {:.3e} is under "
+          "bar {:.3e})",
+          t.term, n.bias_where, group_alpha, kernels::precision_name(model.precision),
+          group_band.mid() - half, group_band.mid() + half, n.bias_excess, t.rel, t.bar);
+    }
+    if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
+  }
+}
+
+}  // namespace deltaproof::gates

@@ -1,0 +1,92 @@
+// kernels/precision.cpp — see precision.hpp.
+#include "kernels/precision.hpp"
+
+#include <bit>
+#include <cmath>
+
+namespace deltaproof::kernels {
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32:
+      return "f32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::bf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  for (Precision p : {Precision::f32, Precision::tf32, Precision::bf16})
+    if (precision_name(p) == name) return p;
+  return std::nullopt;
+}
+
+double unit_roundoff(Precision p) {
+  switch (p) {
+    case Precision::tf32:
+      return std::ldexp(1.0, -11);
+    case Precision::bf16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+std::string_view rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::nearest_even:
+      return "nearest-even";
+    case Rounding::toward_zero:
+      return "toward-zero";
+    case Rounding::stochastic:
+      return "stochastic";
+  }
+  return "?";
+}
+
+bool PrecisionContract::rounds_anything() const {
+  return takes_operands() || takes_intermediates() || takes_outputs();
+}
+
+float round_float(float x, Precision to, Rounding rule, std::uint32_t random_bits) {
+  if (to == Precision::f32 || !std::isfinite(x)) return x;
+  // bf16 keeps the top 16 bits of an f32 (7 mantissa bits), TF32 the top 19 (10 bits)
+  const int dropped = to == Precision::bf16 ? 16 : 13;
+  const std::uint32_t low_mask = (1u << dropped) - 1u;
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  switch (rule) {
+    case Rounding::nearest_even:
+      bits += (low_mask >> 1) + ((bits >> dropped) & 1u);
+      break;
+    case Rounding::toward_zero:
+      break;
+    case Rounding::stochastic:
+      bits += random_bits & low_mask;
+      break;
+  }
+  // a carry out of the mantissa moves the exponent up, as it should; an
+  // overflow to inf is what the narrow type would do too
+  return std::bit_cast<float>(bits & ~low_mask);
+}
+
+Rounder::Rounder(const PrecisionContract& contract, std::uint64_t stream)
+    : contract_(contract), state_(contract.seed * 0x9E3779B97F4A7C15ull ^ (stream + 1)) {}
+
+// splitmix64: a counter-based stream, the same on every machine
+std::uint32_t Rounder::next_random() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<std::uint32_t>((z ^ (z >> 31)) >> 32);
+}
+
+float Rounder::round(float x, Precision to) {
+  if (to == Precision::f32) return x;
+  const std::uint32_t bits = contract_.rounding == Rounding::stochastic ? next_random() : 0u;
+  return round_float(x, to, contract_.rounding, bits);
+}
+
+}  // namespace deltaproof::kernels

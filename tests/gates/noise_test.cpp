@@ -1,0 +1,244 @@
+// tests/gates/noise_test.cpp — precision contracts and bars from noise
+// (issue 10; gates/noise.hpp, kernels/precision.hpp, docs/PRECISION.md).
+// The rounding rules bit by bit; the contract is the identity at f32 and is
+// refused by backends that cannot emulate it; and the class gates see what
+// they must: at bf16 a term scaled by 1.01 is red and names the term while the
+// reference rounded to bf16 (pure rounding noise) is green; at tf32 a 0.5%
+// scaling is red; the same fixture gives the same bars bit for bit.
+// Run: ctest --test-dir build -R 'Rounding|Contract|NoiseBars'
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "gates/noise.hpp"
+#include "kernels/cpu/backends.hpp"
+#include "oracle/evaluate.hpp"
+#include "oracle/problem.hpp"
+
+namespace deltaproof::gates {
+namespace {
+
+using kernels::Buffers;
+using kernels::KernelShape;
+using kernels::Phase;
+using kernels::Rounding;
+using Values = std::map<std::string, std::vector<double>>;
+
+float bits_to_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+
+// ---- rounding rules --------------------------------------------------------
+
+TEST(Rounding, Bf16NearestEvenTiesToEvenAndCarriesIntoTheExponent) {
+  // 1 + 2^-8 lies halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even (1)
+  EXPECT_EQ(kernels::round_float(1.0f + 0x1p-8f, Precision::bf16, Rounding::nearest_even, 0), 1.0f);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6)
+  EXPECT_EQ(kernels::round_float(1.0f + 3 * 0x1p-8f, Precision::bf16, Rounding::nearest_even, 0),
+            1.0f + 0x1p-6f);
+  // just above half rounds up; the largest mantissa carries into the exponent
+  EXPECT_EQ(
+      kernels::round_float(1.0f + 0x1p-8f + 0x1p-20f, Precision::bf16, Rounding::nearest_even, 0),
+      1.0f + 0x1p-7f);
+  EXPECT_EQ(
+      kernels::round_float(bits_to_float(0x3fffffffu), Precision::bf16, Rounding::nearest_even, 0),
+      2.0f);
+  EXPECT_EQ(
+      kernels::round_float(-1.0f - 0x1p-8f - 0x1p-20f, Precision::bf16, Rounding::nearest_even, 0),
+      -1.0f - 0x1p-7f);
+  EXPECT_TRUE(
+      std::isnan(kernels::round_float(std::nanf(""), Precision::bf16, Rounding::nearest_even, 0)));
+}
+
+TEST(Rounding, TowardZeroDropsTheLowBitsAndTf32KeepsTenMantissaBits) {
+  const float x = 1.0f + 0x1p-10f + 0x1p-11f + 0x1p-20f;
+  EXPECT_EQ(kernels::round_float(x, Precision::tf32, Rounding::toward_zero, 0), 1.0f + 0x1p-10f);
+  EXPECT_EQ(kernels::round_float(-x, Precision::tf32, Rounding::toward_zero, 0), -1.0f - 0x1p-10f);
+  EXPECT_EQ(kernels::round_float(x, Precision::tf32, Rounding::nearest_even, 0), 1.0f + 0x1p-9f);
+  EXPECT_EQ(kernels::round_float(x, Precision::f32, Rounding::toward_zero, 0), x);
+}
+
+TEST(Rounding, StochasticRoundingIsUnbiasedAndReproducible) {
+  kernels::PrecisionContract contract;
+  contract.precision = Precision::bf16;
+  contract.rounding = Rounding::stochastic;
+  contract.seed = 7;
+  const float x = 1.0f + 0x1p-9f;  // a quarter of the way from 1 to 1 + 2^-7
+  kernels::Rounder a(contract, 3), b(contract, 3), other(contract, 4);
+  double sum = 0.0;
+  bool streams_differ = false;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const float ra = a.round(x, Precision::bf16);
+    EXPECT_TRUE(ra == 1.0f || ra == 1.0f + 0x1p-7f);
+    EXPECT_EQ(ra, b.round(x, Precision::bf16));  // the same stream, the same bits
+    streams_differ = streams_differ || ra != other.round(x, Precision::bf16);
+    sum += ra;
+  }
+  EXPECT_TRUE(streams_differ);
+  EXPECT_NEAR(sum / n, x, 4 * 0x1p-7 * std::sqrt(0.25 * 0.75 / n));
+}
+
+// ---- a bf16 problem of a realistic width, with its f64 reference ------------
+
+struct Case {
+  KernelShape shape;
+  Buffers inputs;
+  Values reference;
+};
+
+Case make_case(Op op, DType dtype, int T, int K) {
+  oracle::FixtureSpec spec;
+  spec.op = op;
+  spec.T = T;
+  spec.K = spec.V = K;
+  spec.chunk = 64;
+  spec.dtype = dtype;
+  const oracle::Problem problem = oracle::draw_problem(spec);
+  Case c;
+  c.shape.op = op;
+  c.shape.B = spec.B;
+  c.shape.T = spec.T;
+  c.shape.H = spec.H;
+  c.shape.K = spec.K;
+  c.shape.V = spec.V;
+  c.shape.chunk = spec.chunk;
+  c.shape.scale = static_cast<float>(spec.scale());
+  for (const auto& [name, values] : problem.values)
+    c.inputs[name] = std::vector<float>(values.begin(), values.end());
+  c.reference = oracle::evaluate<double>(problem, true, 0).tensors;
+  return c;
+}
+
+const Case& bf16_case() {
+  static const Case c = make_case(Op::gdn2, DType::BF16, 200, 64);
+  return c;
+}
+
+std::vector<TermComparison> check(const Case& c, const NoiseModel& model, const Values& candidate) {
+  CompareOptions options;
+  options.term_bars = noise_bars(model);
+  auto terms = compare_terms(c.shape, Phase::bwd, candidate, c.reference, options);
+  judge_bias(c.shape, model, candidate, c.reference, terms);
+  return terms;
+}
+
+const TermComparison& term(const std::vector<TermComparison>& terms, const std::string& name) {
+  for (const auto& t : terms)
+    if (t.term == name) return t;
+  throw std::runtime_error("no term " + name);
+}
+
+TEST(Contract, F32ContractIsTheIdentityAndOtherBackendsRefuseARoundingOne) {
+  const Case c = make_case(Op::kda, DType::F32, 40, 16);
+  KernelShape s = c.shape;
+  s.chunk = 16;
+  Buffers plain = kernels::allocate_outputs(s, Phase::bwd, 0.0f);
+  Buffers contracted = plain;
+  kernels::ExecutionRecord record;
+  kernels::cpu::chunk_backend().run(s, c.inputs, Phase::bwd, plain, record);
+  kernels::PrecisionContract f32;
+  f32.rounding = Rounding::stochastic;  // a rule without a class to apply it is nothing
+  s.contract = f32;
+  kernels::cpu::chunk_backend().run(s, c.inputs, Phase::bwd, contracted, record);
+  for (const auto& [name, values] : plain)
+    EXPECT_EQ(std::memcmp(values.data(), contracted.at(name).data(), values.size() * 4), 0) << name;
+  s.contract.precision = Precision::bf16;
+  EXPECT_THROW(kernels::cpu::recurrent_backend().run(s, c.inputs, Phase::bwd, plain, record),
+               InputError);
+}
+
+TEST(NoiseBars, Bf16ScalingOneTermBy1PercentIsRedAndNamesTheTerm) {
+  const Case& c = bf16_case();
+  const NoiseModel model =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  // the reference itself is green at every term
+  for (const auto& t : check(c, model, c.reference))
+    EXPECT_EQ(t.status, TermStatus::pass) << t.term << ": " << t.message;
+  for (const auto& name : kernels::kernel_output_names(c.shape.op, Phase::bwd)) {
+    for (double factor : {1.01, 0.99}) {
+      SCOPED_TRACE(name + " x " + std::to_string(factor));
+      Values candidate = c.reference;
+      for (double& x : candidate[name]) x *= factor;
+      const auto terms = check(c, model, candidate);
+      const TermComparison& hit = term(terms, name);
+      EXPECT_EQ(hit.status, TermStatus::fail)
+          << "rel " << hit.rel << " bar " << hit.bar << " alpha " << hit.noise.alpha << " band ["
+          << hit.noise.alpha_lo << ", " << hit.noise.alpha_hi << "]";
+      EXPECT_EQ(hit.message.rfind(name + ":", 0), 0u) << hit.message;
+      EXPECT_LE(hit.noise.mde, 0.01) << "the minimum detectable scaling of " << name;
+      for (const auto& other : terms) {
+        if (other.term != name && other.status != TermStatus::not_compared) {
+          EXPECT_EQ(other.status, TermStatus::pass) << other.term << ": " << other.message;
+        }
+      }
+    }
+  }
+}
+
+TEST(NoiseBars, Bf16ReferenceRoundedToBf16IsGreen) {
+  const Case& c = bf16_case();
+  const NoiseModel model =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  Values rounded = c.reference;
+  for (auto& [name, values] : rounded)
+    for (double& x : values)
+      x = kernels::round_float(static_cast<float>(x), Precision::bf16, Rounding::nearest_even, 0);
+  for (const auto& t : check(c, model, rounded)) {
+    EXPECT_EQ(t.status, TermStatus::pass) << t.term << ": " << t.message;
+    EXPECT_GT(t.rel, 0.0) << t.term << " was not rounded";
+  }
+}
+
+TEST(NoiseBars, Tf32HalfAPercentScalingIsRed) {
+  const Case c = make_case(Op::kda, DType::F32, 200, 64);
+  const NoiseModel model =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::tf32);
+  for (const auto& t : check(c, model, c.reference))
+    EXPECT_EQ(t.status, TermStatus::pass) << t.term << ": " << t.message;
+  for (const auto& name : kernels::kernel_output_names(c.shape.op, Phase::bwd))
+    for (double factor : {1.005, 0.995}) {
+      SCOPED_TRACE(name + " x " + std::to_string(factor));
+      Values candidate = c.reference;
+      for (double& x : candidate[name]) x *= factor;
+      const TermComparison& hit = term(check(c, model, candidate), name);
+      EXPECT_EQ(hit.status, TermStatus::fail)
+          << "rel " << hit.rel << " bar " << hit.bar << " alpha " << hit.noise.alpha << " band ["
+          << hit.noise.alpha_lo << ", " << hit.noise.alpha_hi << "]";
+      EXPECT_LE(hit.noise.mde, 0.005);
+    }
+}
+
+TEST(NoiseBars, TheSameFixtureGivesTheSameBarsBitForBit) {
+  const Case& c = bf16_case();
+  const NoiseModel a = measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  const NoiseModel b = measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  const auto bars_a = noise_bars(a), bars_b = noise_bars(b);
+  ASSERT_EQ(bars_a.size(), bars_b.size());
+  for (const auto& [name, bar] : bars_a) {
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(bar), std::bit_cast<std::uint64_t>(bars_b.at(name)))
+        << name;
+    const TermNoise &na = a.terms.at(name), &nb = b.terms.at(name);
+    EXPECT_EQ(na.member_alpha, nb.member_alpha) << name;
+    EXPECT_EQ(na.member_rel, nb.member_rel) << name;
+    for (std::size_t g = 0; g < na.chunk_alpha.size(); ++g) {
+      EXPECT_EQ(na.chunk_alpha[g].lo, nb.chunk_alpha[g].lo) << name << " chunk " << g;
+      EXPECT_EQ(na.chunk_alpha[g].hi, nb.chunk_alpha[g].hi) << name << " chunk " << g;
+    }
+  }
+}
+
+TEST(NoiseBars, RegressionSlopeOfAScaledReferenceIsTheScaling) {
+  const Case& c = bf16_case();
+  for (const auto& [name, ref] : c.reference) {
+    std::vector<double> scaled = ref;
+    for (double& x : scaled) x *= 1.01;
+    const Slopes s = regression_slopes(c.shape, name, scaled, ref);
+    EXPECT_NEAR(s.whole, 0.01, 1e-12) << name;
+    for (double x : s.head) EXPECT_NEAR(x, 0.01, 1e-12) << name;
+  }
+}
+
+}  // namespace
+}  // namespace deltaproof::gates
