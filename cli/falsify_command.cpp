@@ -16,6 +16,7 @@
 #include "falsify/campaign.hpp"
 #include "falsify/catalog.hpp"
 #include "falsify/patch.hpp"
+#include "falsify/precision.hpp"
 #include "falsify/report.hpp"
 #include "gates/registry.hpp"
 #include "kernels/backend.hpp"
@@ -65,6 +66,26 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
   a.patch_command->add_flag("--keep", a.keep,
                             "keep the patched scratch tree under /tmp for a post-mortem");
   common(a.patch_command);
+
+  a.precision_command = falsify->add_subcommand(
+      "precision",
+      "Graded faults (and, in the falsify build, the catalog's kernel faults) against a "
+      "precision class's noise-calibrated gates");
+  a.precision_command->add_option("--precision", a.precision, "the class: bf16, tf32 or f32")
+      ->capture_default_str();
+  a.precision_command->add_option(
+      "--fixture", a.fixtures,
+      "fixtures (default: the committed K=V=64 ones, fixtures/*/t{64,192,200}-c64)");
+  a.precision_command->add_option(
+      "--candidate", a.candidates,
+      "one candidate per --fixture, in order (default: cpu-chunk under the class's contract)");
+  a.precision_command->add_flag(
+      "--graded-not-required", a.report_graded_only,
+      "report the graded faults without requiring them killed (fixtures too small to resolve "
+      "the class's required scaling); the clean candidates and the catalog faults still count");
+  a.precision_command->add_option("--report", a.report, "write the JSON report to FILE");
+  a.precision_command->add_option("--fixtures", a.fixtures_dir,
+                                  "the fixtures folder (default: fixtures)");
 }
 
 namespace {
@@ -226,10 +247,76 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
 
 }  // namespace
 
+// `falsify precision`: prints each fault's kills over the fixtures, then what
+// did not hold.
+int precision_campaign(const FalsifyArguments& a, const std::string& command_line) {
+  const auto precision = kernels::parse_precision(a.precision);
+  if (!precision)
+    throw InputError(fmt::format(
+        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  check_report_folder(a.report);
+  falsify::PrecisionCampaignOptions options;
+  options.precision = *precision;
+  if (a.fixtures.empty()) {
+    const fs::path folder = fixtures_folder(a.fixtures_dir);
+    for (const char* op : {"gdn2", "kda", "gdn"})
+      for (const char* name : {"t64-c64", "t192-c64", "t200-c64"})
+        options.fixtures.push_back(folder / op / fmt::format("{}.safetensors", name));
+  } else {
+    options.fixtures.assign(a.fixtures.begin(), a.fixtures.end());
+  }
+  options.candidates.assign(a.candidates.begin(), a.candidates.end());
+  options.require_graded = !a.report_graded_only;
+  options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  const falsify::PrecisionCampaign c = falsify::run_precision_campaign(options);
+
+  // one line per fault: killed on how many fixtures, by what, the smallest margin
+  struct Tally {
+    int runs = 0, killed = 0;
+    double smallest = 1e300, largest_survivor = 0.0;
+    std::string killer;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Tally> tally;
+  for (const auto& o : c.outcomes) {
+    if (!tally.count(o.fault)) order.push_back(o.fault);
+    Tally& t = tally[o.fault];
+    ++t.runs;
+    if (o.killed) {
+      ++t.killed;
+      if (o.margin < t.smallest) {
+        t.smallest = o.margin;
+        t.killer = o.killer;
+      }
+    } else {
+      t.largest_survivor = std::max(t.largest_survivor, o.margin);
+    }
+  }
+  fmt::print("{} class, {}; {} fixtures\n", kernels::precision_name(c.precision),
+             c.candidate_source, options.fixtures.size());
+  fmt::print("{:<34} {:>7}  {:>10}  {}\n", "fault", "killed", "margin", "closest kill");
+  for (const auto& fault : order) {
+    const Tally& t = tally.at(fault);
+    const std::string margin = t.killed > 0 ? fmt::format("{:.2f}x", t.smallest)
+                                            : fmt::format("({:.2f})", t.largest_survivor);
+    fmt::print("{:<34} {:>3}/{:<3}  {:>10}  {}\n", fault, t.killed, t.runs, margin, t.killer);
+  }
+  for (const auto& line : c.unmet) fmt::print("UNMET {}\n", line);
+  fmt::print("{}: {} runs in {:.1f} s\n",
+             c.requirements_met() ? "every requirement held" : "requirements not met",
+             c.outcomes.size(), c.seconds);
+  if (!a.report.empty()) {
+    write_text_atomically(a.report, c.to_json(command_line).dump(2) + "\n");
+    fmt::print("report: {}\n", a.report);
+  }
+  return c.requirements_met() ? 0 : 1;
+}
+
 int run_falsify_command(const FalsifyArguments& a, const std::string& command_line,
                         const std::string& self_exe) {
   if (a.list->parsed()) return list(a);
   if (a.run->parsed()) return run(a, command_line, self_exe);
+  if (a.precision_command->parsed()) return precision_campaign(a, command_line);
   return patch(a, command_line);
 }
 

@@ -4,6 +4,9 @@
 //   falsify run [--fault ID...] [--backend B...] [--shard i/n] [--report FILE]
 //                                a campaign (needs the falsify build)
 //   falsify patch FILE.patch     an ad-hoc hypothesis in a scratch worktree
+//   falsify precision --precision bf16|tf32 [--fixture F...] [--candidate C...]
+//                                graded and catalog faults against a precision
+//                                class's noise-calibrated gates (falsify/precision.hpp)
 // Exit codes: 0 every fault killed as the catalog expects (patch: the gates
 // caught it); 1 a fault survived, an expectation broke, a baseline failed or a
 // tracked file changed; 2 usage or input error; 77 nothing to run (no selected
@@ -26,7 +29,11 @@ struct FalsifyArguments {
   std::string patch;
   std::vector<std::string> expect_red, expect_green;
   bool keep = false;
+  std::string precision = "bf16";
+  std::vector<std::string> fixtures, candidates;
+  bool report_graded_only = false;
   CLI::App* list = nullptr;
+  CLI::App* precision_command = nullptr;
   CLI::App* run = nullptr;
   CLI::App* patch_command = nullptr;
 };

@@ -108,4 +108,11 @@ void judge_bias(const kernels::KernelShape& shape, const NoiseModel& model,
                 const std::map<std::string, std::vector<double>>& reference,
                 std::vector<TermComparison>& terms);
 
+// compare_terms with the model's per-term bars, then judge_bias: a candidate
+// against a precision class, as `gate check` does it.
+std::vector<TermComparison> judge_against_noise(
+    const kernels::KernelShape& shape, kernels::Phase phase, const NoiseModel& model,
+    const std::map<std::string, std::vector<double>>& candidate,
+    const std::map<std::string, std::vector<double>>& reference);
+
 }  // namespace deltaproof::gates

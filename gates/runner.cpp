@@ -534,10 +534,7 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   }
   // the bars of this fixture: its precision class's noise (gates/noise.hpp)
   const NoiseModel noise = measure_noise(f.job.shape, f.job.inputs, phase, f.reference, precision);
-  CompareOptions options;
-  options.term_bars = noise_bars(noise);
-  r.terms = compare_terms(f.job.shape, phase, values, f.reference, options);
-  judge_bias(f.job.shape, noise, values, f.reference, r.terms);
+  r.terms = judge_against_noise(f.job.shape, phase, noise, values, f.reference);
   r.bars = noise_bars_json(noise, r.terms);
   if (phase == Phase::fwd)
     r.reasons.push_back(

@@ -22,6 +22,9 @@
 #   reports.tar       reports/<name>.json of each gate check, and logs/ (each
 #                     step's output)
 #   summary.txt       one line per step: what ran, its exit code and wall time
+#   3b. `deltaproof falsify precision` at bf16 and tf32 with FLA's candidates:
+#      FLA green in its class, every graded fault applied to its outputs red.
+# FLA_PACK_CANDIDATES=0 leaves the candidates out of OUT_DIR.
 # FLA_BUDGET_S (default 540) bounds the whole run: each step gets a timeout so
 # that the packing still happens in time. FLA_T (default "256 1024") picks the
 # sequence lengths (a quick trial: FLA_T=256).
@@ -109,9 +112,32 @@ for op in kda gdn2; do
   done
 done
 
+# 3b. The precision campaigns with FLA's candidates (falsify/precision.hpp): FLA
+# green in its class and every graded fault applied to its outputs red.
+for class in bf16 tf32; do
+  args=()
+  for op in kda gdn2; do
+    for T in $lengths; do
+      c=$work/$op-t$T-$class.candidate.safetensors
+      [[ -f $c ]] || continue
+      args+=(--fixture "$fixtures/$op-t$T-$([[ $class == bf16 ]] && echo bf16 || echo f32).safetensors"
+        --candidate "$c")
+    done
+  done
+  ((${#args[@]})) || { summary "campaign $class: no candidate"; continue; }
+  s=$SECONDS
+  timeout $(($(left) - 60)) $bin falsify precision --precision $class "${args[@]}" \
+    --report "$work/reports/campaign-$class.json" >"$work/logs/campaign-$class.txt" 2>&1
+  summary "campaign $class: exit $? in $((SECONDS - s)) s: $(tail -n 1 "$work/logs/campaign-$class.txt")"
+done
+
 # 4. Pack: candidates into tars of at most 15 MiB (first fit, largest first),
 # at most 6 of them and 62 MiB in all, beside reports.tar and summary.txt.
 tar -C "$work" -cf "$out/reports.tar" reports logs
+if [[ ${FLA_PACK_CANDIDATES:-1} == 0 ]]; then
+  summary "pack: candidates left on the machine (FLA_PACK_CANDIDATES=0); whole run $SECONDS s"
+  exit 0
+fi
 python3 - "$work" "$out" "$(stat -c %s "$out/reports.tar")" <<'EOF' | tee -a "$out/summary.txt"
 import os, sys, tarfile
 work, out, reports = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -21,6 +21,33 @@ cmake --build build-falsify -j "$(nproc)" --target deltaproof kernels_falsify_te
 # here: reports/gpu/ holds their campaign), judged against falsify/catalog.json.
 ./build-falsify/bin/deltaproof falsify run --report build-falsify/falsify-cpu.json
 ./build-falsify/bin/deltaproof report show build-falsify/falsify-cpu.json
+echo "== precision classes (docs/PRECISION.md): graded and catalog faults against the"
+echo "   noise-calibrated bf16 and tf32 gates"
+# fixtures at a production width (K=V=128, T256: 2 to 4 chunks of 64), made here:
+# the oracle is deterministic, so these are the bytes FLA was gated on
+precision=build-falsify/precision
+mkdir -p "$precision"
+for op in gdn2 kda gdn; do
+  for dtype in bf16 f32; do
+    [[ -f $precision/$op-t256-$dtype.safetensors ]] ||
+      ./build/bin/deltaproof gen --op "$op" --B 1 --T 256 --H 2 --K 128 --V 128 --chunk 64 \
+        --dtype "$dtype" --seed 0 --out "$precision/$op-t256-$dtype.safetensors" >/dev/null &
+  done
+done
+wait
+for class in bf16 tf32; do
+  dtype=$([[ $class == bf16 ]] && echo bf16 || echo f32)
+  # every graded fault of the class's size (1% bf16, 0.5% tf32) killed by its term, the
+  # clean twin green, every cpu-chunk catalog fault killed under the class's contract
+  ./build-falsify/bin/deltaproof falsify precision --precision "$class" \
+    $(for op in gdn2 kda gdn; do echo --fixture "$precision/$op-t256-$dtype.safetensors"; done) \
+    --report "build-falsify/precision-$class.json" 2>/dev/null
+  # the committed fixtures (small widths): clean green, catalog faults killed; graded reported
+  ./build-falsify/bin/deltaproof falsify precision --precision "$class" --graded-not-required \
+    $(for f in fixtures/*/*.safetensors; do echo --fixture "$f"; done) \
+    --report "build-falsify/precision-$class-committed.json" 2>/dev/null | tail -n 3
+done
+
 echo "== ctest -L falsify: every fault as its own test, the falsify CLI contract"
 ctest --test-dir build-falsify -L falsify -j "$(nproc)" --output-on-failure
 

@@ -1,0 +1,317 @@
+// falsify/precision.cpp — see precision.hpp.
+#include "falsify/precision.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/safetensors.hpp"
+#include "gates/fixture_io.hpp"
+#include "gates/noise.hpp"
+#include "gates/report.hpp"
+#include "kernels/cpu/backends.hpp"
+#include "kernels/faults.hpp"
+
+namespace deltaproof::falsify {
+namespace fs = std::filesystem;
+using gates::TermComparison;
+using gates::TermStatus;
+using kernels::KernelShape;
+using kernels::Phase;
+using kernels::Precision;
+using Values = std::map<std::string, std::vector<double>>;
+
+double required_scaling(Precision precision) { return precision == Precision::bf16 ? 0.01 : 0.005; }
+
+namespace {
+
+std::string_view kind_name(PrecisionFaultKind kind) {
+  switch (kind) {
+    case PrecisionFaultKind::clean:
+      return "clean";
+    case PrecisionFaultKind::graded:
+      return "graded";
+    case PrecisionFaultKind::catalog:
+      return "catalog";
+  }
+  return "?";
+}
+
+// A fault applied to a candidate's outputs.
+struct GradedFault {
+  std::string id, term;
+  double size = 0.0;
+  std::function<void(const KernelShape&, Values&)> apply;
+};
+
+// The rows [start, end) of token tensor `term` of every (b, h), visited as (t, row span).
+template <class Visit>
+void for_rows(const KernelShape& s, const std::string& term, Values& values, int start, int end,
+              Visit visit) {
+  const int width = std::max(1, kernels::tensor_width(s, term));
+  auto& v = values.at(term);
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.H; ++h)
+      for (int t = start; t < end; ++t)
+        visit(t, &v[token_offset(s.T, s.H, kernels::tensor_width(s, term), b, t, h, 0)], width, b,
+              h);
+}
+
+std::vector<GradedFault> graded_faults(const KernelShape& s) {
+  std::vector<GradedFault> faults;
+  for (const auto& term : kernels::kernel_output_names(s.op, Phase::bwd))
+    for (double size : {0.005, 0.01, 0.02, 0.05})
+      for (double sign : {1.0, -1.0}) {
+        const double factor = 1.0 + sign * size;
+        faults.push_back({fmt::format("{}-x{:.3f}", term, factor), term, size,
+                          [term, factor](const KernelShape&, Values& v) {
+                            for (double& x : v.at(term)) x *= factor;
+                          }});
+      }
+  const int chunks = (s.T + s.chunk - 1) / s.chunk;
+  const int c = chunks / 2;  // a middle chunk (chunk 0 of a one-chunk fixture)
+  const int start = c * s.chunk, end = std::min(s.T, start + s.chunk);
+  faults.push_back({fmt::format("dg-sign-flipped-in-chunk-{}", c), "dg", 0.0,
+                    [start, end](const KernelShape& shape, Values& v) {
+                      for_rows(shape, "dg", v, start, end,
+                               [](int, double* row, int width, int, int) {
+                                 for (int i = 0; i < width; ++i) row[i] = -row[i];
+                               });
+                    }});
+  for (const char* term : {"o", "dk"}) {
+    const std::string name = term;
+    faults.push_back({fmt::format("{}-rows-shifted-in-chunk-{}", name, c), name, 0.0,
+                      [name, start, end](const KernelShape& shape, Values& v) {
+                        // row t takes row t-1's values, from the chunk's end down to its second row
+                        const int width = std::max(1, kernels::tensor_width(shape, name));
+                        auto& x = v.at(name);
+                        for (int b = 0; b < shape.B; ++b)
+                          for (int h = 0; h < shape.H; ++h)
+                            for (int t = end - 1; t > start; --t) {
+                              const int w = kernels::tensor_width(shape, name);
+                              const std::size_t to = token_offset(shape.T, shape.H, w, b, t, h, 0);
+                              const std::size_t from =
+                                  token_offset(shape.T, shape.H, w, b, t - 1, h, 0);
+                              std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(from), width,
+                                          x.begin() + static_cast<std::ptrdiff_t>(to));
+                            }
+                      }});
+  }
+  return faults;
+}
+
+struct Fixture {
+  std::string name;
+  KernelShape shape;
+  kernels::Buffers inputs;
+  Values reference;
+};
+
+Fixture load(const fs::path& path) {
+  Fixture f;
+  f.name = path.string();
+  const SafetensorsFile file = read_safetensors(path);
+  const gates::KernelJob job = gates::job_from_file(file, path.string(), Phase::bwd, 0);
+  f.shape = job.shape;
+  f.inputs = job.inputs;
+  for (const auto& name : kernels::kernel_output_names(f.shape.op, Phase::bwd)) {
+    if (!file.has(name))
+      throw InputError(fmt::format(
+          "{}: the reference has no tensor '{}'; is this a fixture written by deltaproof gen?",
+          path.string(), name));
+    f.reference[name] = file.tensors.at(name).to_f64();
+  }
+  return f;
+}
+
+Values read_candidate(const fs::path& path, const Fixture& f) {
+  const SafetensorsFile file = read_safetensors(path);
+  Values out;
+  for (const auto& name : kernels::kernel_output_names(f.shape.op, Phase::bwd)) {
+    if (!file.has(name)) continue;  // judged as missing (red)
+    const Tensor& t = file.tensors.at(name);
+    if (t.shape() != gates::tensor_shape(f.shape, name))
+      throw InputError(fmt::format("{}: tensor '{}' has shape {}, but {} needs {}.", path.string(),
+                                   name, shape_string(t.shape()), f.name,
+                                   shape_string(gates::tensor_shape(f.shape, name))));
+    out[name] = t.to_f64();
+  }
+  return out;
+}
+
+// cpu-chunk under the class's baseline contract (nearest-even at every allowed point).
+Values contract_run(const Fixture& f, Precision precision) {
+  KernelShape s = f.shape;
+  s.contract.precision = precision;
+  kernels::Buffers out = kernels::allocate_outputs(s, Phase::bwd, std::nanf(""));
+  kernels::ExecutionRecord record;
+  kernels::cpu::chunk_backend().run(s, f.inputs, Phase::bwd, out, record);
+  Values values;
+  for (const auto& [name, v] : out) values[name] = std::vector<double>(v.begin(), v.end());
+  return values;
+}
+
+// A term's distance past its bar or band: > 1 is red.
+double excess(const TermComparison& t) {
+  const double by_rel = std::isfinite(t.rel) && t.bar > 0 ? t.rel / t.bar : 0.0;
+  const double by_bias = std::isfinite(t.noise.bias_excess) ? t.noise.bias_excess : 0.0;
+  return std::max(by_rel, by_bias);
+}
+
+void judge(const std::vector<TermComparison>& terms, PrecisionOutcome& o) {
+  o.killed = false;
+  o.margin = 0.0;
+  for (const auto& t : terms) {
+    const bool red = t.status == TermStatus::fail || t.status == TermStatus::missing ||
+                     t.status == TermStatus::unresolvable;
+    if (t.term == o.term) o.mde = t.noise.mde;
+    if (red && t.term == o.term) o.killer_is_term = true;
+    if (red && !o.killed) {
+      o.killed = true;
+      const bool biased = t.noise.bias_excess > 1.0 && !(t.rel > t.bar);
+      if (biased)
+        o.killer = fmt::format("{}: bias in {}", t.term, t.noise.bias_where);
+      else if (t.status == TermStatus::fail && t.non_finite == 0)
+        o.killer = t.term + ": rel";
+      else
+        o.killer = fmt::format("{}: {}", t.term, gates::status_name(t.status));
+      o.margin = std::isfinite(excess(t)) ? excess(t) : 1e300;
+    }
+    if (!o.killed) o.margin = std::max(o.margin, excess(t));
+  }
+}
+
+}  // namespace
+
+PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  if (!options.candidates.empty() && options.candidates.size() != options.fixtures.size())
+    throw InputError(fmt::format(
+        "{} candidates for {} fixtures: give one --candidate per --fixture, in the same order.",
+        options.candidates.size(), options.fixtures.size()));
+  PrecisionCampaign campaign;
+  campaign.precision = options.precision;
+  campaign.required_scaling = required_scaling(options.precision);
+  const bool external = !options.candidates.empty();
+  campaign.candidate_source =
+      external
+          ? "external candidates (one per fixture)"
+          : fmt::format("cpu-chunk under the {} contract (nearest-even at every allowed point)",
+                        kernels::precision_name(options.precision));
+  [[maybe_unused]] const bool with_catalog =
+      options.catalog_faults && !external && kernels::kFaultsCompiledIn;
+  auto note = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  std::map<std::string, int> catalog_kills;
+
+  for (std::size_t i = 0; i < options.fixtures.size(); ++i) {
+    const Fixture f = load(options.fixtures[i]);
+    note(fmt::format("{} ({} of {}): the {} noise model", f.name, i + 1, options.fixtures.size(),
+                     kernels::precision_name(options.precision)));
+    const gates::NoiseModel model =
+        gates::measure_noise(f.shape, f.inputs, Phase::bwd, f.reference, options.precision);
+    const Values clean =
+        external ? read_candidate(options.candidates[i], f) : contract_run(f, options.precision);
+    auto judged = [&](const Values& candidate, PrecisionOutcome o) {
+      judge(gates::judge_against_noise(f.shape, Phase::bwd, model, candidate, f.reference), o);
+      return o;
+    };
+    PrecisionOutcome base;
+    base.fixture = f.name;
+    base.fault = "clean";
+    base.kind = PrecisionFaultKind::clean;
+    campaign.outcomes.push_back(judged(clean, base));
+    if (campaign.outcomes.back().killed)
+      campaign.unmet.push_back(fmt::format("{}: the clean candidate is red ({})", f.name,
+                                           campaign.outcomes.back().killer));
+
+    for (const GradedFault& fault : graded_faults(f.shape)) {
+      if (!f.reference.count(fault.term)) continue;
+      Values candidate = clean;
+      if (!candidate.count(fault.term)) continue;  // the candidate lacks it: nothing to break
+      fault.apply(f.shape, candidate);
+      PrecisionOutcome o;
+      o.fixture = f.name;
+      o.fault = fault.id;
+      o.term = fault.term;
+      o.size = fault.size;
+      o.required = options.require_graded &&
+                   (fault.size == 0.0 || fault.size >= campaign.required_scaling - 1e-12);
+      o = judged(candidate, o);
+      if (o.required && !o.killed)
+        campaign.unmet.push_back(fmt::format("{}: graded fault {} survived (largest excess {:.2f})",
+                                             f.name, fault.id, o.margin));
+      else if (o.required && !o.killer_is_term)
+        campaign.unmet.push_back(
+            fmt::format("{}: graded fault {} was killed by {}, not by the term it touched", f.name,
+                        fault.id, o.killer));
+      campaign.outcomes.push_back(o);
+    }
+
+#ifdef DELTAPROOF_FALSIFY
+    if (with_catalog) {
+      for (const auto& info : kernels::fault_catalog()) {
+        if (info.cls != kernels::FaultClass::kernel || info.cuda_only) continue;
+        kernels::set_active_fault(info.id);
+        Values candidate;
+        try {
+          candidate = contract_run(f, options.precision);
+        } catch (...) {
+          kernels::set_active_fault("");
+          throw;
+        }
+        kernels::set_active_fault("");
+        PrecisionOutcome o;
+        o.fixture = f.name;
+        o.fault = std::string(info.id);
+        o.kind = PrecisionFaultKind::catalog;
+        o = judged(candidate, o);
+        catalog_kills[o.fault] += o.killed ? 1 : 0;
+        campaign.outcomes.push_back(o);
+      }
+    }
+#endif
+  }
+  for (const auto& [fault, kills] : catalog_kills)
+    if (kills == 0)
+      campaign.unmet.push_back(
+          fmt::format("catalog fault {} survived on every fixture of the campaign", fault));
+  campaign.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return campaign;
+}
+
+nlohmann::json PrecisionCampaign::to_json(const std::string& command) const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& o : outcomes)
+    rows.push_back(
+        {{"fixture", o.fixture},
+         {"fault", o.fault},
+         {"kind", kind_name(o.kind)},
+         {"term", o.term},
+         {"size", o.size},
+         {"required", o.required},
+         {"status", o.kind == PrecisionFaultKind::clean ? (o.killed ? "FalseAlarm" : "Green")
+                                                        : (o.killed ? "Killed" : "Survived")},
+         {"killer", o.killer},
+         {"killer_is_term", o.killer_is_term},
+         {"margin", std::isfinite(o.margin) ? nlohmann::json(o.margin) : nullptr},
+         {"min_detectable_scaling", o.mde}});
+  return {{"schema", "deltaproof-precision-campaign/1"},
+          {"tool", gates::kToolVersion},
+          {"git_commit", gates::git_commit()},
+          {"command", command},
+          {"precision", kernels::precision_name(precision)},
+          {"required_scaling", required_scaling},
+          {"candidates", candidate_source},
+          {"requirements_met", requirements_met()},
+          {"unmet", unmet},
+          {"seconds", seconds},
+          {"outcomes", rows}};
+}
+
+}  // namespace deltaproof::falsify
