@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "gates/fixture_io.hpp"
 #include "kernels/backend.hpp"
 #include "oracle/problem.hpp"
 
@@ -26,15 +27,7 @@ Case make_case(Op op) {
   s.V = 64;
   s.chunk = 64;
   const oracle::Problem p = oracle::draw_problem(s);
-  Case c;
-  c.shape.op = op;
-  c.shape.B = s.B;
-  c.shape.T = s.T;
-  c.shape.H = s.H;
-  c.shape.K = s.K;
-  c.shape.V = s.V;
-  c.shape.chunk = s.chunk;
-  c.shape.scale = static_cast<float>(s.scale());
+  Case c{gates::kernel_shape(s), {}};
   for (const auto& [name, values] : p.values)
     c.inputs[name] = std::vector<float>(values.begin(), values.end());
   return c;

@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -273,7 +275,7 @@ int precision_campaign(const FalsifyArguments& a, const std::string& command_lin
   // one line per fault: killed on how many fixtures, by what, the smallest margin
   struct Tally {
     int runs = 0, killed = 0;
-    double smallest = 1e300, largest_survivor = 0.0;
+    double smallest = std::numeric_limits<double>::infinity(), largest_survivor = 0.0;
     std::string killer;
   };
   std::vector<std::string> order;
@@ -284,7 +286,7 @@ int precision_campaign(const FalsifyArguments& a, const std::string& command_lin
     ++t.runs;
     if (o.killed) {
       ++t.killed;
-      if (o.margin < t.smallest) {
+      if (o.margin < t.smallest || t.killer.empty()) {
         t.smallest = o.margin;
         t.killer = o.killer;
       }
@@ -297,8 +299,9 @@ int precision_campaign(const FalsifyArguments& a, const std::string& command_lin
   fmt::print("{:<34} {:>7}  {:>10}  {}\n", "fault", "killed", "margin", "closest kill");
   for (const auto& fault : order) {
     const Tally& t = tally.at(fault);
-    const std::string margin = t.killed > 0 ? fmt::format("{:.2f}x", t.smallest)
-                                            : fmt::format("({:.2f})", t.largest_survivor);
+    const std::string margin = t.killed == 0 ? fmt::format("({:.2f})", t.largest_survivor)
+                               : std::isfinite(t.smallest) ? fmt::format("{:.2f}x", t.smallest)
+                                                           : std::string("inf");
     fmt::print("{:<34} {:>3}/{:<3}  {:>10}  {}\n", fault, t.killed, t.runs, margin, t.killer);
   }
   for (const auto& line : c.unmet) fmt::print("UNMET {}\n", line);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -156,6 +157,7 @@ Values contract_run(const Fixture& f, Precision precision) {
 
 // A term's distance past its bar or band: > 1 is red.
 double excess(const TermComparison& t) {
+  if (t.non_finite > 0) return std::numeric_limits<double>::infinity();
   const double by_rel = std::isfinite(t.rel) && t.bar > 0 ? t.rel / t.bar : 0.0;
   const double by_bias = std::isfinite(t.noise.bias_excess) ? t.noise.bias_excess : 0.0;
   return std::max(by_rel, by_bias);
@@ -174,11 +176,13 @@ void judge(const std::vector<TermComparison>& terms, PrecisionOutcome& o) {
       const bool biased = t.noise.bias_excess > 1.0 && !(t.rel > t.bar);
       if (biased)
         o.killer = fmt::format("{}: bias in {}", t.term, t.noise.bias_where);
-      else if (t.status == TermStatus::fail && t.non_finite == 0)
+      else if (t.non_finite > 0)
+        o.killer = fmt::format("{}: {} non-finite", t.term, t.non_finite);
+      else if (t.status == TermStatus::fail)
         o.killer = t.term + ": rel";
       else
         o.killer = fmt::format("{}: {}", t.term, gates::status_name(t.status));
-      o.margin = std::isfinite(excess(t)) ? excess(t) : 1e300;
+      o.margin = excess(t);
     }
     if (!o.killed) o.margin = std::max(o.margin, excess(t));
   }

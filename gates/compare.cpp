@@ -64,6 +64,7 @@ nlohmann::json TermComparison::to_json() const {
         {"alpha", finite_or_null(noise.alpha)},
         {"alpha_band", {finite_or_null(noise.alpha_lo), finite_or_null(noise.alpha_hi)}},
         {"alpha_z", finite_or_null(noise.alpha_z)},
+        {"correlation", finite_or_null(noise.correlation)},
         {"bias_where", noise.bias_where},
         {"bias_excess", finite_or_null(noise.bias_excess)},
         {"min_detectable_scaling", finite_or_null(noise.mde)},

@@ -42,6 +42,7 @@ struct TermComparison {
     double alpha = 0.0;         // the candidate's regression slope of error on reference
     double alpha_lo = 0.0, alpha_hi = 0.0;  // the band it must lie in
     double alpha_z = 0.0;      // (alpha - the members' mean) / their standard deviation
+    double correlation = 0.0;  // of the error with the reference: 1 a scaled term, ~0 noise
     std::string bias_where;    // the most biased group: "term", "chunk 3", "head (0,1)"
     double bias_excess = 0.0;  // that group's |alpha - mid| / its allowed half-width (> 1: red)
     double mde = 0.0;          // the smallest uniform scaling of the term that is red

@@ -165,4 +165,17 @@ SafetensorsFile candidate_file(const KernelShape& s, Phase phase, const kernels:
   return file;
 }
 
+kernels::KernelShape kernel_shape(const oracle::FixtureSpec& spec) {
+  kernels::KernelShape shape;
+  shape.op = spec.op;
+  shape.B = spec.B;
+  shape.T = spec.T;
+  shape.H = spec.H;
+  shape.K = spec.K;
+  shape.V = spec.V;
+  shape.chunk = spec.chunk;
+  shape.scale = static_cast<float>(spec.scale());
+  return shape;
+}
+
 }  // namespace deltaproof::gates

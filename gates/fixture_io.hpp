@@ -10,6 +10,7 @@
 
 #include "core/safetensors.hpp"
 #include "kernels/backend.hpp"
+#include "oracle/op.hpp"
 
 namespace deltaproof::gates {
 
@@ -32,6 +33,9 @@ SafetensorsFile candidate_file(const kernels::KernelShape& shape, kernels::Phase
                                const kernels::Buffers& outputs,
                                const kernels::ExecutionRecord& record, const std::string& backend,
                                const std::string& fixture_source);
+
+// The kernel's view of a fixture spec: op, B T H K V, chunk and scale.
+kernels::KernelShape kernel_shape(const oracle::FixtureSpec& spec);
 
 // The FLA shape of a named tensor.
 Shape tensor_shape(const kernels::KernelShape& shape, const std::string& name);

@@ -182,12 +182,13 @@ Slopes regression_slopes(const KernelShape& s, const std::string& term,
   const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
   std::vector<double> chunk_cross(chunks, 0.0), chunk_ref(chunks, 0.0);
   std::vector<double> head_cross(heads, 0.0), head_ref(heads, 0.0);
-  double cross = 0.0, ref2 = 0.0;
+  double cross = 0.0, ref2 = 0.0, err2 = 0.0;
   for (std::size_t i = 0; i < reference.size(); ++i) {
     const double r = reference[i];
     const double e = (candidate[i] - r) * r;
     cross += e;
     ref2 += r * r;
+    err2 += (candidate[i] - r) * (candidate[i] - r);
     const auto index = unravel(s, term, i);  // (b, t, h, i) or (b, h, i, j)
     const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
                              static_cast<std::size_t>(state ? index[1] : index[2]);
@@ -202,6 +203,7 @@ Slopes regression_slopes(const KernelShape& s, const std::string& term,
   auto slope = [](double c, double r2) { return r2 > 0.0 ? c / r2 : NAN; };
   Slopes out;
   out.whole = slope(cross, ref2);
+  out.correlation = err2 > 0 && ref2 > 0 ? cross / std::sqrt(err2 * ref2) : 0.0;
   for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(slope(chunk_cross[c], chunk_ref[c]));
   for (std::size_t h = 0; h < heads; ++h) out.head.push_back(slope(head_cross[h], head_ref[h]));
   return out;
@@ -299,13 +301,19 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     const double allowed = tol.kappa_bias * noise.alpha.half() + tol.bias_floor;
     n.alpha_lo = noise.alpha.mid() - allowed;
     n.alpha_hi = noise.alpha.mid() + allowed;
-    // a uniform scaling by 1 + s has rel |s| and alpha s: red past the bar or the band
+    // a uniform scaling by 1 + s has rel |s| and alpha s in every group (the term, each
+    // chunk, each head): red past the bar or past the narrowest group's band
     n.mde = std::min(t.bar, allowed + std::abs(noise.alpha.mid()));
+    for (const auto* groups : {&noise.chunk_alpha, &noise.head_alpha})
+      for (const Band& band : *groups)
+        if (std::isfinite(band.lo))
+          n.mde =
+              std::min(n.mde, tol.kappa_bias * band.half() + tol.bias_floor + std::abs(band.mid()));
     if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing)
       t.status = TermStatus::not_compared;
     if (t.status == TermStatus::not_compared || t.status == TermStatus::missing ||
         t.status == TermStatus::unresolvable || t.non_finite > 0) {
-      n.alpha = n.alpha_z = n.bias_excess = NAN;
+      n.alpha = n.alpha_z = n.bias_excess = n.correlation = NAN;
       if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
       if (t.status == TermStatus::not_compared) {
         t.rel = t.margin = NAN;
@@ -315,6 +323,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     }
     const Slopes got = regression_slopes(shape, t.term, candidate.at(t.term), reference.at(t.term));
     n.alpha = got.whole;
+    n.correlation = got.correlation;
     n.chunk_alpha = got.chunk;
     n.alpha_z = noise.alpha_sigma > 0 ? (got.whole - noise.alpha_mean) / noise.alpha_sigma
                                       : std::numeric_limits<double>::infinity();

@@ -91,6 +91,7 @@ NoiseModel measure_noise(const kernels::KernelShape& shape, const kernels::Buffe
 struct Slopes {
   double whole = 0.0;
   std::vector<double> chunk, head;
+  double correlation = 0.0;  // of the error with the reference, whole term: <e, r> / |e| |r|
 };
 Slopes regression_slopes(const kernels::KernelShape& shape, const std::string& term,
                          const std::vector<double>& candidate,

@@ -23,15 +23,17 @@ cmake --build build-falsify -j "$(nproc)" --target deltaproof kernels_falsify_te
 ./build-falsify/bin/deltaproof report show build-falsify/falsify-cpu.json
 echo "== precision classes (docs/PRECISION.md): graded and catalog faults against the"
 echo "   noise-calibrated bf16 and tf32 gates"
-# fixtures at a production width (K=V=128, T256: 2 to 4 chunks of 64), made here:
-# the oracle is deterministic, so these are the bytes FLA was gated on
+# fixtures at a production width (K=V=128, chunk 64), made here: gdn2 and kda at T256
+# (the bytes FLA was gated on: the oracle is deterministic), gdn at T200 (a partial
+# last chunk of 8 rows)
 precision=build-falsify/precision
 mkdir -p "$precision"
-for op in gdn2 kda gdn; do
+fixtures_at_width=(gdn2-t256 kda-t256 gdn-t200)
+for name in "${fixtures_at_width[@]}"; do
   for dtype in bf16 f32; do
-    [[ -f $precision/$op-t256-$dtype.safetensors ]] ||
-      ./build/bin/deltaproof gen --op "$op" --B 1 --T 256 --H 2 --K 128 --V 128 --chunk 64 \
-        --dtype "$dtype" --seed 0 --out "$precision/$op-t256-$dtype.safetensors" >/dev/null &
+    [[ -f $precision/$name-$dtype.safetensors ]] ||
+      ./build/bin/deltaproof gen --op "${name%-t*}" --B 1 --T "${name#*-t}" --H 2 --K 128 --V 128 \
+        --chunk 64 --dtype "$dtype" --seed 0 --out "$precision/$name-$dtype.safetensors" >/dev/null &
   done
 done
 wait
@@ -40,7 +42,7 @@ for class in bf16 tf32; do
   # every graded fault of the class's size (1% bf16, 0.5% tf32) killed by its term, the
   # clean twin green, every cpu-chunk catalog fault killed under the class's contract
   ./build-falsify/bin/deltaproof falsify precision --precision "$class" \
-    $(for op in gdn2 kda gdn; do echo --fixture "$precision/$op-t256-$dtype.safetensors"; done) \
+    $(for name in "${fixtures_at_width[@]}"; do echo --fixture "$precision/$name-$dtype.safetensors"; done) \
     --report "build-falsify/precision-$class.json" 2>/dev/null
   # the committed fixtures (small widths): clean green, catalog faults killed; graded reported
   ./build-falsify/bin/deltaproof falsify precision --precision "$class" --graded-not-required \

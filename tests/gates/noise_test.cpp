@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "gates/fixture_io.hpp"
 #include "gates/noise.hpp"
 #include "kernels/cpu/backends.hpp"
 #include "oracle/evaluate.hpp"
@@ -97,14 +98,7 @@ Case make_case(Op op, DType dtype, int T, int K) {
   spec.dtype = dtype;
   const oracle::Problem problem = oracle::draw_problem(spec);
   Case c;
-  c.shape.op = op;
-  c.shape.B = spec.B;
-  c.shape.T = spec.T;
-  c.shape.H = spec.H;
-  c.shape.K = spec.K;
-  c.shape.V = spec.V;
-  c.shape.chunk = spec.chunk;
-  c.shape.scale = static_cast<float>(spec.scale());
+  c.shape = kernel_shape(spec);
   for (const auto& [name, values] : problem.values)
     c.inputs[name] = std::vector<float>(values.begin(), values.end());
   c.reference = oracle::evaluate<double>(problem, true, 0).tensors;

@@ -5,6 +5,7 @@
 // K, V at 1 and 256; the stress regime at 64-token chunks).
 #include <gtest/gtest.h>
 
+#include "gates/fixture_io.hpp"
 #include "kernels/cpu/backends.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/selfcheck.hpp"
@@ -17,18 +18,7 @@ using kernels::cpu::MatF;
 using oracle::FixtureSpec;
 using oracle::Mat;
 
-kernels::KernelShape shape_of(const FixtureSpec& s) {
-  kernels::KernelShape shape;
-  shape.op = s.op;
-  shape.B = s.B;
-  shape.T = s.T;
-  shape.H = s.H;
-  shape.K = s.K;
-  shape.V = s.V;
-  shape.chunk = s.chunk;
-  shape.scale = static_cast<float>(s.scale());
-  return shape;
-}
+kernels::KernelShape shape_of(const FixtureSpec& s) { return gates::kernel_shape(s); }
 
 kernels::Buffers buffers_of(const oracle::Problem& p) {
   kernels::Buffers out;
