@@ -111,6 +111,7 @@ GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions
   m["reference_precision"] = "quad (binary128), rounded to f64";
   m["loss"] = fmt::format("{:.17g}", quad.loss);
   m["self_checks"] = out.report.to_json().dump();
+  m["path_liveness"] = out.report.paths.to_json().dump();
   m["status"] = out.report.passed() ? "checked" : "failed";
   m["command"] = canonical_command(spec, options.file_name);
   for (const auto& [name, tensor] : out.file.tensors) m["sha256." + name] = tensor.sha256();
