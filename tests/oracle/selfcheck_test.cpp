@@ -115,15 +115,17 @@ TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
     for (double x : values) ASSERT_EQ(x, round_to_bf16(x)) << name;
 }
 
-TEST(Fixture, CanonicalSetHasElevenFixturesPerOp) {
+TEST(Fixture, CanonicalSetHasThirteenFixturesPerOp) {
   const auto set = canonical_fixtures();
-  EXPECT_EQ(set.size(), 33u);
+  EXPECT_EQ(set.size(), 39u);
   std::set<std::string> names;
   for (const auto& f : set) names.insert(f.file);
   EXPECT_EQ(names.size(), set.size());
   EXPECT_TRUE(names.count("gdn2/t200-c64.safetensors"));
   EXPECT_TRUE(names.count("kda/t32-c16-bf16.safetensors"));
   EXPECT_TRUE(names.count("gdn/t32-c16-edge.safetensors"));
+  EXPECT_TRUE(names.count("kda/t16-c16-mild.safetensors"));
+  EXPECT_TRUE(names.count("gdn2/t40-c16-mild.safetensors"));
 }
 
 std::vector<std::string> strings(std::initializer_list<const char*> list) {
