@@ -3,12 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -112,6 +115,14 @@ std::string format_figure(const CheckFigure& c) {
   return fmt::format("{:.3e}", c.figure);
 }
 
+// A path's share, "-" where the recurrence has no such path, "!" when it is
+// below the coverage threshold.
+std::string path_cell(const PathShare& p) {
+  if (!p.structural) return "-";
+  if (!std::isfinite(p.share)) return "n/a!";
+  return fmt::format("{:.2e}{}", p.share, p.covered ? "" : "!");
+}
+
 void print_check_table(const std::string& title, const SelfCheckReport& report) {
   fmt::print("{}\n", title);
   fmt::print("  {:<24} {:>11} {:>12}  {:<7} {}\n", "self-check", "figure", "bar", "verdict",
@@ -122,6 +133,30 @@ void print_check_table(const std::string& title, const SelfCheckReport& report) 
                !std::isfinite(c.figure) && c.passed ? "n/a" : (c.passed ? "pass" : "FAIL"),
                c.method);
   }
+  const PathLiveness& paths = report.paths;
+  fmt::print(
+      "  path liveness: share of each gradient carried by one cotangent alone, "
+      "max|g(c alone)|/max|g|; covered if >= {:.3g}\n",
+      paths.threshold);
+  std::vector<std::string> gradients;
+  for (const auto& p : paths.paths)
+    if (std::find(gradients.begin(), gradients.end(), p.gradient) == gradients.end())
+      gradients.push_back(p.gradient);
+  std::string header = fmt::format("  {:<6}", "");
+  for (const auto& g : gradients) header += fmt::format(" {:>11}", g);
+  fmt::print("{}\n", header);
+  for (const char* cotangent : {"do", "dht"}) {
+    std::string row = fmt::format("  {:<6}", cotangent);
+    for (const auto& g : gradients)
+      for (const auto& p : paths.paths)
+        if (p.cotangent == cotangent && p.gradient == g)
+          row += fmt::format(" {:>11}", path_cell(p));
+    fmt::print("{}\n", row);
+  }
+  const auto uncovered = paths.uncovered();
+  fmt::print("  paths covered: {} of {}{}{}\n", paths.covered().size(),
+             paths.covered().size() + uncovered.size(),
+             uncovered.empty() ? "" : "; not covered: ", fmt::join(uncovered, ", "));
 }
 
 nlohmann::json spec_json(const FixtureSpec& s) {
@@ -217,8 +252,11 @@ int run_all(const GenArguments& args) {
                                       "f64_vs_quad",
                                       "liveness",
                                       "determinism"};
-  fmt::print("{:<34} {:>10} {:>10} {:>7} {:>10} {:>10} {:>5} {:>7} {:>7}\n", "fixture", "rev-fwd",
-             "fd-fwd", "taylor", "f64-quad", "liveness", "det", "status", "seconds");
+  fmt::print("{:<34} {:>10} {:>10} {:>7} {:>10} {:>10} {:>5} {:>7} {:>7} {:>9}\n", "fixture",
+             "rev-fwd", "fd-fwd", "taylor", "f64-quad", "liveness", "det", "status", "seconds",
+             "paths");
+  // op -> path -> fixtures covering it (every structural path listed)
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> coverage;
   bool all_passed = true;
   for (std::size_t i = 0; i < fixtures.size(); ++i) {
     const auto& f = fixtures[i];
@@ -229,9 +267,17 @@ int run_all(const GenArguments& args) {
     for (const auto& c : report.checks) cell[c.check] = format_figure(c) + (c.passed ? "" : "!");
     const bool passed = report.passed();
     all_passed = all_passed && passed;
-    fmt::print("{:<34} {:>10} {:>10} {:>7} {:>10} {:>10} {:>5} {:>7} {:>7.2f}\n", f.file,
+    auto& by_path = coverage[std::string(op_name(f.spec.op))];
+    for (const auto& p : report.paths.paths) {
+      if (!p.structural) continue;
+      auto& fixtures_covering = by_path[p.name()];
+      if (p.covered) fixtures_covering.push_back(f.file);
+    }
+    fmt::print("{:<34} {:>10} {:>10} {:>7} {:>10} {:>10} {:>5} {:>7} {:>7.2f} {:>9}\n", f.file,
                cell[columns[0]], cell[columns[1]], cell[columns[2]], cell[columns[3]],
-               cell[columns[4]], cell[columns[5]], passed ? "ok" : "FAIL", g.seconds);
+               cell[columns[4]], cell[columns[5]], passed ? "ok" : "FAIL", g.seconds,
+               fmt::format("{}/{}", report.paths.covered().size(),
+                           report.paths.covered().size() + report.paths.uncovered().size()));
     std::fflush(stdout);
     if (!passed) {
       const CheckFigure* failure = report.first_failure();
@@ -248,7 +294,16 @@ int run_all(const GenArguments& args) {
                                     {"command", g.fixture.file.metadata["command"]},
                                     {"sha256", sha256_hex(bytes)},
                                     {"bytes", bytes.size()},
-                                    {"self_checks", report.to_json()}});
+                                    {"self_checks", report.to_json()},
+                                    {"path_liveness", report.paths.to_json()}});
+  }
+  fmt::print("path coverage: fixtures per op whose share of the path is >= {:.3g}\n",
+             SelfCheckBars::path_share);
+  for (const auto& [op, by_path] : coverage) {
+    std::vector<std::string> cells;
+    for (const auto& [path, files] : by_path)
+      cells.push_back(fmt::format("{} {}{}", path, files.size(), files.size() < 3 ? "!" : ""));
+    fmt::print("  {:<5} {}\n", op, fmt::join(cells, ", "));
   }
   if (all_passed) write_text_atomically(dir / "manifest.json", manifest.dump(2) + "\n");
   return all_passed ? 0 : 1;

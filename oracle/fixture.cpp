@@ -111,6 +111,7 @@ GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions
   m["reference_precision"] = "quad (binary128), rounded to f64";
   m["loss"] = fmt::format("{:.17g}", quad.loss);
   m["self_checks"] = out.report.to_json().dump();
+  m["path_liveness"] = out.report.paths.to_json().dump();
   m["status"] = out.report.passed() ? "checked" : "failed";
   m["command"] = canonical_command(spec, options.file_name);
   for (const auto& [name, tensor] : out.file.tensors) m["sha256." + name] = tensor.sha256();
@@ -191,6 +192,9 @@ std::vector<CanonicalFixture> canonical_fixtures() {
     for (Regime regime : {Regime::mild, Regime::stress, Regime::edge})
       add(32, 8, 16, regime, DType::F32);
     add(32, 8, 16, Regime::default_, DType::BF16);
+    // long memory, so dht -> dh0 survives decay (issue 10): one chunk, and
+    // three with a partial tail; with t32-c16-mild, three fixtures carry it
+    for (int T : {16, 40}) add(T, 8, 16, Regime::mild, DType::F32);
   }
   return out;
 }

@@ -37,6 +37,48 @@ nlohmann::json SelfCheckReport::to_json() const {
   return out;
 }
 
+bool path_exists(const std::string& cotangent, const std::string& gradient) {
+  return !(cotangent == "dht" && gradient == "dq");
+}
+
+std::vector<std::string> PathLiveness::covered() const {
+  std::vector<std::string> out;
+  for (const auto& p : paths)
+    if (p.covered) out.push_back(p.name());
+  return out;
+}
+
+std::vector<std::string> PathLiveness::uncovered() const {
+  std::vector<std::string> out;
+  for (const auto& p : paths)
+    if (p.structural && !p.covered) out.push_back(p.name());
+  return out;
+}
+
+std::vector<std::string> PathLiveness::structurally_absent() const {
+  std::vector<std::string> out;
+  for (const auto& p : paths)
+    if (!p.structural) out.push_back(p.name());
+  return out;
+}
+
+nlohmann::json PathLiveness::to_json() const {
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& p : paths)
+    shares[p.cotangent][p.gradient] =
+        std::isfinite(p.share) ? nlohmann::json(p.share) : nlohmann::json();
+  return {{"norm", "max"},
+          {"threshold", threshold},
+          {"method",
+           "share = max|g with only that cotangent non-zero| / max|g| (f64 reverse sweep); "
+           "covered if share >= threshold"},
+          {"shares", shares},
+          {"covered", covered()},
+          {"uncovered", uncovered()},
+          {"structurally_absent", structurally_absent()},
+          {"linearity", linearity}};
+}
+
 double rel_max_error(const std::vector<double>& a, const std::vector<double>& b) {
   double diff = 0.0;
   double reference = 0.0;
@@ -359,6 +401,46 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
         "min of: rel change of later-chunk o when chunk-0 k,v scale by 1.5; rel change of chunk-0 "
         "gradients vs the one-chunk prefix; (0 if a later chunk's inputs copy chunk 0)",
         detail));
+  }
+
+  // 6. per-path liveness: the share of each gradient carried by each cotangent
+  announce("path liveness");
+  {
+    PathLiveness& paths = report.paths;
+    paths.threshold = SelfCheckBars::path_share;
+    const auto cotangents = cotangent_layouts(s);
+    std::vector<OracleOutput> alone;
+    for (const auto& only : cotangents) {
+      Problem cut = problem;
+      for (const auto& other : cotangents)
+        if (other.name != only.name)
+          std::fill(cut.values[other.name].begin(), cut.values[other.name].end(), 0.0);
+      alone.push_back(evaluate<double>(cut, true, threads, faults));
+    }
+    for (std::size_t c = 0; c < cotangents.size(); ++c) {
+      for (const auto& name : gradient_names(s)) {
+        const auto& full = f64.tensors.at(name);
+        const auto& part = alone[c].tensors.at(name);
+        double part_max = 0.0, full_max = 0.0;
+        for (std::size_t i = 0; i < full.size(); ++i) {
+          part_max = std::max(part_max, std::abs(part[i]));
+          full_max = std::max(full_max, std::abs(full[i]));
+        }
+        PathShare p;
+        p.cotangent = cotangents[c].name;
+        p.gradient = name;
+        p.share = full_max == 0.0 ? std::numeric_limits<double>::quiet_NaN() : part_max / full_max;
+        p.structural = path_exists(p.cotangent, p.gradient);
+        p.covered = p.structural && std::isfinite(p.share) && p.share >= paths.threshold;
+        paths.paths.push_back(p);
+      }
+    }
+    for (const auto& name : gradient_names(s)) {
+      std::vector<double> sum = alone[0].tensors.at(name);
+      for (std::size_t c = 1; c < alone.size(); ++c)
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += alone[c].tensors.at(name)[i];
+      paths.linearity = std::max(paths.linearity, rel_max_error(sum, f64.tensors.at(name)));
+    }
   }
   return report;
 }

@@ -24,8 +24,44 @@ struct CheckFigure {
   nlohmann::json detail;  // per-tensor or per-term figures
 };
 
+// Per-path liveness (issue 10): for each cotangent c (do, dht) and each
+// gradient g, share = max|g(c alone)| / max|g| (max-norm over the whole
+// tensor), where g(c alone) is the f64 reverse sweep with every other
+// cotangent set to zero. The sweep is linear in the cotangents, so
+// g(do alone) + g(dht alone) = g. A kernel that drops the path c -> g returns
+// g - g(c alone), an error of exactly `share` in the gates' rel metric
+// (max|a-b|/max|b|), so the share is the error such a kernel shows on this
+// fixture. A path is covered when share >= SelfCheckBars::path_share.
+// Informational: an uncovered path never fails generation; the fixture is
+// marked as not covering it.
+struct PathShare {
+  std::string cotangent;   // "do" or "dht"
+  std::string gradient;    // "dq", ..., "dh0"
+  double share = 0.0;      // NaN when max|g| = 0 (unresolvable)
+  bool structural = true;  // false: the recurrence has no such path (dht -> dq)
+  bool covered = false;
+  std::string name() const { return cotangent + "->" + gradient; }
+};
+
+struct PathLiveness {
+  double threshold = 0.0;
+  // max over gradients of max|g(do) + g(dht) - g| / max|g|: the f64 rounding
+  // of the linear split (a sanity figure, ~1e-15)
+  double linearity = 0.0;
+  std::vector<PathShare> paths;  // cotangent-major, gradients in report order
+  std::vector<std::string> covered() const;
+  std::vector<std::string> uncovered() const;  // structural paths below the threshold
+  std::vector<std::string> structurally_absent() const;
+  nlohmann::json to_json() const;
+};
+
+// The paths cotangent -> gradient that exist in the recurrence, for a spec's
+// gradients: every one except dht -> dq (dq_t = scale S_t do_t reads no dht).
+bool path_exists(const std::string& cotangent, const std::string& gradient);
+
 struct SelfCheckReport {
   std::vector<CheckFigure> checks;
+  PathLiveness paths;  // per-path liveness (not a pass/fail check)
   bool passed() const;
   const CheckFigure* first_failure() const;
   nlohmann::json to_json() const;
@@ -56,6 +92,14 @@ struct SelfCheckBars {
   static constexpr double f64_vs_quad = 1e-9;
   // later-chunk outputs must move when earlier-chunk inputs move
   static constexpr double liveness = 1e-6;
+  // a cotangent -> gradient path is covered when a kernel that drops it is
+  // off by >= this share of that gradient (max-norm, the gates' rel metric):
+  // above the loosest bwd bar of any precision class (bf16, 6e-2; f32 is
+  // 5e-5), so every gate of every class goes red on it. Canonical set:
+  // dht -> dh0 is 1e-8 .. 1e-284 under decay and 0.3 .. 0.8 in the mild
+  // regime; every other path is >= 6e-3, below 0.1 only in stress and K = 64
+  // fixtures (do -> dk dv dw dbeta at 4e-2 .. 9e-2).
+  static constexpr double path_share = 1e-1;
 };
 
 // Runs every check except determinism (the fixture builder owns that one).

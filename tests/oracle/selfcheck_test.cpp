@@ -115,15 +115,56 @@ TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
     for (double x : values) ASSERT_EQ(x, round_to_bf16(x)) << name;
 }
 
-TEST(Fixture, CanonicalSetHasElevenFixturesPerOp) {
+TEST(Fixture, CanonicalSetHasThirteenFixturesPerOp) {
   const auto set = canonical_fixtures();
-  EXPECT_EQ(set.size(), 33u);
+  EXPECT_EQ(set.size(), 39u);
   std::set<std::string> names;
   for (const auto& f : set) names.insert(f.file);
   EXPECT_EQ(names.size(), set.size());
   EXPECT_TRUE(names.count("gdn2/t200-c64.safetensors"));
   EXPECT_TRUE(names.count("kda/t32-c16-bf16.safetensors"));
   EXPECT_TRUE(names.count("gdn/t32-c16-edge.safetensors"));
+  EXPECT_TRUE(names.count("kda/t16-c16-mild.safetensors"));
+  EXPECT_TRUE(names.count("gdn2/t40-c16-mild.safetensors"));
+}
+
+std::vector<std::string> strings(std::initializer_list<const char*> list) {
+  return {list.begin(), list.end()};
+}
+
+TEST(SelfChecks, PathSharesSplitEachGradientBetweenTheTwoCotangents) {
+  const GeneratedFixture mild = generate_clean(two_chunks(Op::gdn2, Regime::mild));
+  const PathLiveness& paths = mild.report.paths;
+  EXPECT_EQ(paths.threshold, SelfCheckBars::path_share);
+  EXPECT_EQ(paths.paths.size(), 14u);  // {do, dht} x dq dk dv dg db dw dh0
+  EXPECT_LT(paths.linearity, 1e-13);   // g(do alone) + g(dht alone) = g
+  EXPECT_TRUE(paths.uncovered().empty()) << paths.to_json().dump();
+  EXPECT_EQ(paths.covered().size(), 13u);
+  EXPECT_EQ(paths.structurally_absent(), strings({"dht->dq"}));
+  for (const auto& p : paths.paths) {
+    if (p.name() == "dht->dq") {
+      EXPECT_EQ(p.share, 0.0);  // dq_t = scale S_t do_t
+    }
+    if (p.name() == "do->dq") {
+      EXPECT_EQ(p.share, 1.0);
+    }
+  }
+  // recorded in the metadata as JSON, the covered list with the shares
+  const auto recorded = nlohmann::json::parse(mild.file.metadata.at("path_liveness"));
+  EXPECT_EQ(recorded.at("covered").get<std::vector<std::string>>(), paths.covered());
+  EXPECT_EQ(recorded.at("norm"), "max");
+  EXPECT_GT(recorded.at("shares").at("dht").at("dh0").get<double>(), 0.1);
+}
+
+TEST(SelfChecks, DecayWipesOutDhtToDh0AndTheFixtureIsMarkedNotCoveringIt) {
+  // default regime: 32 tokens of g in [-5, -0.1] leave ~1e-8 of dht in dh0
+  const GeneratedFixture f = generate_clean(two_chunks(Op::kda));
+  EXPECT_TRUE(f.report.passed()) << "an uncovered path never fails generation";
+  EXPECT_EQ(f.report.paths.uncovered(), strings({"dht->dh0"}));
+  EXPECT_EQ(f.file.metadata.at("status"), "checked");
+  const auto recorded = nlohmann::json::parse(f.file.metadata.at("path_liveness"));
+  EXPECT_EQ(recorded.at("uncovered").get<std::vector<std::string>>(), strings({"dht->dh0"}));
+  EXPECT_LT(recorded.at("shares").at("dht").at("dh0").get<double>(), 1e-6);
 }
 
 }  // namespace
