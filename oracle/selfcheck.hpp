@@ -95,7 +95,7 @@ struct SelfCheckBars {
   // a cotangent -> gradient path is covered when a kernel that drops it is
   // off by >= this share of that gradient (max-norm, the gates' rel metric):
   // above every bar a gate sets (the f32 families' 5e-5; a bf16 class bar is
-  // 2x its ensemble's worst, about 1e-2 to 4e-2 on the committed fixtures,
+  // 2x its ensemble's worst, about 5e-3 to 4e-2 on the committed fixtures,
   // docs/PRECISION.md), so every gate of every class goes red on it. Canonical set:
   // dht -> dh0 is 1e-8 .. 1e-284 under decay and 0.3 .. 0.8 in the mild
   // regime; every other path is >= 6e-3, below 0.1 only in stress and K = 64
