@@ -33,6 +33,10 @@ void add_run_command(CLI::App& app, RunArguments& a) {
           "16|32|64"));
   run->add_option("--phase", a.phase, "fwd (o, ht) or bwd (also every gradient)")
       ->capture_default_str();
+  run->add_option("--precision", a.precision,
+                  "cpu-chunk only: evaluate under this class's contract, rounding to nearest "
+                  "even at every point the class allows (f32, tf32, bf16; docs/PRECISION.md)")
+      ->capture_default_str();
   if (kernels::kFaultsCompiledIn)
     run->add_option("--fault", a.fault, "falsify build: switch one kernel fault on by id");
 }
@@ -60,19 +64,27 @@ int run_run(const RunArguments& a) {
 #endif
   const SafetensorsFile fixture = read_safetensors(a.fixture);
   const gates::KernelJob job = gates::job_from_file(fixture, a.fixture, phase, a.chunk);
-  kernels::Buffers outputs = kernels::allocate_outputs(job.shape, phase, std::nanf(""));
+  const auto precision = kernels::parse_precision(a.precision);
+  if (!precision)
+    throw InputError(fmt::format(
+        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  kernels::KernelShape shape = job.shape;
+  shape.contract.precision = *precision;  // a backend that cannot emulate it says so
+  kernels::Buffers outputs = kernels::allocate_outputs(shape, phase, std::nanf(""));
   kernels::ExecutionRecord record;
   const auto start = std::chrono::steady_clock::now();
-  backend.run(job.shape, job.inputs, phase, outputs, record);
+  backend.run(shape, job.inputs, phase, outputs, record);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   write_safetensors(
       a.out, gates::candidate_file(job.shape, phase, outputs, record, backend.name(), a.fixture));
   std::string stages;
   for (const auto& [stage, times] : record.stages) stages += fmt::format(" {}x{}", stage, times);
-  fmt::print("{} {} {} B{} T{} H{} K{} V{} chunk{} -> {} ({:.3f} s; stages:{})\n", backend.name(),
-             a.phase, op_name(job.shape.op), job.shape.B, job.shape.T, job.shape.H, job.shape.K,
-             job.shape.V, job.shape.chunk, a.out, seconds, stages);
+  fmt::print(
+      "{} {} {} B{} T{} H{} K{} V{} chunk{} -> {} ({:.3f} s; stages:{}){}\n", backend.name(),
+      a.phase, op_name(job.shape.op), job.shape.B, job.shape.T, job.shape.H, job.shape.K,
+      job.shape.V, job.shape.chunk, a.out, seconds, stages,
+      *precision == kernels::Precision::f32 ? "" : fmt::format(" [{} contract]", a.precision));
   return 0;
 }
 

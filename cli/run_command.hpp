@@ -14,6 +14,7 @@ struct RunArguments {
   std::string out;
   std::string phase = "bwd";
   std::string fault;
+  std::string precision = "f32";
   int chunk = 0;
 };
 

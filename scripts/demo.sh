@@ -4,8 +4,9 @@
 # print the self-check table, show that they match the committed ones, run
 # every CPU gate on them (the CUDA gates run on a GPU machine:
 # scripts/gpu-gates.sh), print the report of one multi-chunk gate term by
-# term, and run the falsification campaign of the fault catalog on the CPU
-# backends (every fault killed as the catalog expects, the tree unchanged).
+# term, run the falsification campaign of the fault catalog on the CPU
+# backends (every fault killed as the catalog expects, the tree unchanged),
+# and gate a bf16-class candidate against its class's noise-calibrated bars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -35,3 +36,13 @@ cmake --build build-falsify -j "$(nproc)" --target deltaproof >/dev/null
 ./build-falsify/bin/deltaproof falsify run --fixtures build/demo-fixtures \
   --report build-falsify/demo-falsify.json
 ./build-falsify/bin/deltaproof report show build-falsify/demo-falsify.json
+echo
+echo "== precision classes (docs/PRECISION.md): a bf16-class candidate, the CPU twin under"
+echo "   the bf16 contract, against bars and bias bands from the class's noise"
+./build/bin/deltaproof run --backend cpu-chunk --precision bf16 \
+  --fixture build/demo-fixtures/gdn2/t200-c64.safetensors --out build/demo-bf16.safetensors
+./build/bin/deltaproof gate check --precision bf16 --fixture build/demo-fixtures/gdn2/t200-c64.safetensors \
+  --candidate build/demo-bf16.safetensors --report build/demo-bf16.json
+echo "   ... and graded faults applied to it: which does the bf16 class see?"
+./build-falsify/bin/deltaproof falsify precision --precision bf16 --graded-not-required \
+  --fixture build/demo-fixtures/gdn2/t200-c64.safetensors 2>/dev/null

@@ -156,4 +156,13 @@ before=$(sha256sum "$good" | cut -c1-64)
 expect 2 "is the fixture itself; choose another path" -- run --backend cpu-chunk --fixture "$good" --out "$good"
 [[ $(sha256sum "$good" | cut -c1-64) == "$before" ]] || fail "run overwrote its own fixture"
 
+# the CPU twin under a precision contract; a backend that cannot emulate one refuses it
+expect 0 "^cpu-chunk bwd gdn2 .* \\[bf16 contract\\]$" -- run --backend cpu-chunk \
+  --fixture "$good" --precision bf16 --out "$work/bf16.safetensors"
+expect 2 "cpu-recurrent runs f32 arithmetic only; the bf16 contract is emulated by cpu-chunk alone" -- \
+  run --backend cpu-recurrent --fixture "$good" --precision bf16 \
+  --out "$work/bf16r.safetensors"
+expect 2 "unknown precision class 'fp8'" -- run --backend cpu-chunk \
+  --fixture "$good" --precision fp8 --out "$work/fp8.safetensors"
+
 finish "run CLI"
