@@ -252,13 +252,10 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
 // `falsify precision`: prints each fault's kills over the fixtures, then what
 // did not hold.
 int precision_campaign(const FalsifyArguments& a, const std::string& command_line) {
-  const auto precision = kernels::parse_precision(a.precision);
-  if (!precision)
-    throw InputError(fmt::format(
-        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  const kernels::Precision precision = precision_class(a.precision);
   check_report_folder(a.report);
   falsify::PrecisionCampaignOptions options;
-  options.precision = *precision;
+  options.precision = precision;
   if (a.fixtures.empty()) {
     const fs::path folder = fixtures_folder(a.fixtures_dir);
     for (const char* op : {"gdn2", "kda", "gdn"})

@@ -80,6 +80,14 @@ void check_report_folder(const std::string& report) {
         "--report {}: the folder does not exist; create it or choose another path.", report));
 }
 
+kernels::Precision precision_class(const std::string& name) {
+  const auto precision = kernels::parse_precision(name);
+  if (!precision)
+    throw InputError(
+        fmt::format("unknown precision class '{}'; pass --precision f32, tf32 or bf16.", name));
+  return *precision;
+}
+
 namespace {
 
 // One line per gate: verdict, name, the worst term against its bar.
@@ -156,13 +164,10 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     return failed > 0 ? 1 : 0;
   }
   // check
-  const auto precision = gates::parse_precision(a.precision);
-  if (!precision)
-    throw InputError(fmt::format(
-        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  const kernels::Precision precision = precision_class(a.precision);
   std::optional<kernels::Phase> phase;
   if (!a.phase.empty()) phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
-  const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, *precision, phase);
+  const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, precision, phase);
   // the candidate's error beside its class's same-precision baseline and the bar they give
   fmt::print("  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>10} {:>23}  {:>8}  worst\n", "term",
              "status", "baseline", "rel", "bar", "margin", "alpha", "allowed band", "min-det");

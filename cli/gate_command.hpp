@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/precision.hpp"
+
 namespace deltaproof::cli {
 
 struct GateArguments {
@@ -34,6 +36,8 @@ std::filesystem::path fixtures_folder(const std::string& given);
 std::filesystem::path source_file(const std::string& given, const char* relative);
 // Throws InputError when --report names a file in a folder that does not exist.
 void check_report_folder(const std::string& report);
+// --precision NAME as a class; InputError naming the classes otherwise.
+kernels::Precision precision_class(const std::string& name);
 
 // Colour codes only when stdout is a terminal.
 std::string paint(const std::string& text, const char* colour);

@@ -1,6 +1,8 @@
 // cli/run_command.cpp — `deltaproof run`. See run_command.hpp.
 #include "cli/run_command.hpp"
 
+#include "cli/gate_command.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -64,12 +66,9 @@ int run_run(const RunArguments& a) {
 #endif
   const SafetensorsFile fixture = read_safetensors(a.fixture);
   const gates::KernelJob job = gates::job_from_file(fixture, a.fixture, phase, a.chunk);
-  const auto precision = kernels::parse_precision(a.precision);
-  if (!precision)
-    throw InputError(fmt::format(
-        "unknown precision class '{}'; pass --precision f32, tf32 or bf16.", a.precision));
+  const kernels::Precision precision = precision_class(a.precision);
   kernels::KernelShape shape = job.shape;
-  shape.contract.precision = *precision;  // a backend that cannot emulate it says so
+  shape.contract.precision = precision;  // a backend that cannot emulate it says so
   kernels::Buffers outputs = kernels::allocate_outputs(shape, phase, std::nanf(""));
   kernels::ExecutionRecord record;
   const auto start = std::chrono::steady_clock::now();
@@ -84,7 +83,7 @@ int run_run(const RunArguments& a) {
       "{} {} {} B{} T{} H{} K{} V{} chunk{} -> {} ({:.3f} s; stages:{}){}\n", backend.name(),
       a.phase, op_name(job.shape.op), job.shape.B, job.shape.T, job.shape.H, job.shape.K,
       job.shape.V, job.shape.chunk, a.out, seconds, stages,
-      *precision == kernels::Precision::f32 ? "" : fmt::format(" [{} contract]", a.precision));
+      precision == kernels::Precision::f32 ? "" : fmt::format(" [{} contract]", a.precision));
   return 0;
 }
 

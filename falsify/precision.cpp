@@ -13,6 +13,7 @@
 #include "gates/fixture_io.hpp"
 #include "gates/noise.hpp"
 #include "gates/report.hpp"
+#include "gates/runner.hpp"
 #include "kernels/cpu/backends.hpp"
 #include "kernels/faults.hpp"
 
@@ -48,17 +49,12 @@ struct GradedFault {
   std::function<void(const KernelShape&, Values&)> apply;
 };
 
-// The rows [start, end) of token tensor `term` of every (b, h), visited as (t, row span).
-template <class Visit>
-void for_rows(const KernelShape& s, const std::string& term, Values& values, int start, int end,
-              Visit visit) {
-  const int width = std::max(1, kernels::tensor_width(s, term));
-  auto& v = values.at(term);
-  for (int b = 0; b < s.B; ++b)
-    for (int h = 0; h < s.H; ++h)
-      for (int t = start; t < end; ++t)
-        visit(t, &v[token_offset(s.T, s.H, kernels::tensor_width(s, term), b, t, h, 0)], width, b,
-              h);
+// Row t of (b, h) of a token tensor (its first element), and a row's width.
+double* row_of(const KernelShape& s, const std::string& term, Values& values, int b, int t, int h) {
+  return &values.at(term)[token_offset(s.T, s.H, kernels::tensor_width(s, term), b, t, h, 0)];
+}
+int row_width(const KernelShape& s, const std::string& term) {
+  return std::max(1, kernels::tensor_width(s, term));
 }
 
 std::vector<GradedFault> graded_faults(const KernelShape& s) {
@@ -77,79 +73,39 @@ std::vector<GradedFault> graded_faults(const KernelShape& s) {
   const int start = c * s.chunk, end = std::min(s.T, start + s.chunk);
   faults.push_back({fmt::format("dg-sign-flipped-in-chunk-{}", c), "dg", 0.0,
                     [start, end](const KernelShape& shape, Values& v) {
-                      for_rows(shape, "dg", v, start, end,
-                               [](int, double* row, int width, int, int) {
-                                 for (int i = 0; i < width; ++i) row[i] = -row[i];
-                               });
+                      const int width = row_width(shape, "dg");
+                      for (int b = 0; b < shape.B; ++b)
+                        for (int h = 0; h < shape.H; ++h)
+                          for (int t = start; t < end; ++t) {
+                            double* row = row_of(shape, "dg", v, b, t, h);
+                            for (int i = 0; i < width; ++i) row[i] = -row[i];
+                          }
                     }});
   for (const char* term : {"o", "dk"}) {
     const std::string name = term;
     faults.push_back({fmt::format("{}-rows-shifted-in-chunk-{}", name, c), name, 0.0,
                       [name, start, end](const KernelShape& shape, Values& v) {
                         // row t takes row t-1's values, from the chunk's end down to its second row
-                        const int width = std::max(1, kernels::tensor_width(shape, name));
-                        auto& x = v.at(name);
+                        const int width = row_width(shape, name);
                         for (int b = 0; b < shape.B; ++b)
                           for (int h = 0; h < shape.H; ++h)
-                            for (int t = end - 1; t > start; --t) {
-                              const int w = kernels::tensor_width(shape, name);
-                              const std::size_t to = token_offset(shape.T, shape.H, w, b, t, h, 0);
-                              const std::size_t from =
-                                  token_offset(shape.T, shape.H, w, b, t - 1, h, 0);
-                              std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(from), width,
-                                          x.begin() + static_cast<std::ptrdiff_t>(to));
-                            }
+                            for (int t = end - 1; t > start; --t)
+                              std::copy_n(row_of(shape, name, v, b, t - 1, h), width,
+                                          row_of(shape, name, v, b, t, h));
                       }});
   }
   return faults;
 }
 
-struct Fixture {
-  std::string name;
-  KernelShape shape;
-  kernels::Buffers inputs;
-  Values reference;
-};
-
-Fixture load(const fs::path& path) {
-  Fixture f;
-  f.name = path.string();
-  const SafetensorsFile file = read_safetensors(path);
-  const gates::KernelJob job = gates::job_from_file(file, path.string(), Phase::bwd, 0);
-  f.shape = job.shape;
-  f.inputs = job.inputs;
-  for (const auto& name : kernels::kernel_output_names(f.shape.op, Phase::bwd)) {
-    if (!file.has(name))
-      throw InputError(fmt::format(
-          "{}: the reference has no tensor '{}'; is this a fixture written by deltaproof gen?",
-          path.string(), name));
-    f.reference[name] = file.tensors.at(name).to_f64();
-  }
-  return f;
-}
-
-Values read_candidate(const fs::path& path, const Fixture& f) {
-  const SafetensorsFile file = read_safetensors(path);
-  Values out;
-  for (const auto& name : kernels::kernel_output_names(f.shape.op, Phase::bwd)) {
-    if (!file.has(name)) continue;  // judged as missing (red)
-    const Tensor& t = file.tensors.at(name);
-    if (t.shape() != gates::tensor_shape(f.shape, name))
-      throw InputError(fmt::format("{}: tensor '{}' has shape {}, but {} needs {}.", path.string(),
-                                   name, shape_string(t.shape()), f.name,
-                                   shape_string(gates::tensor_shape(f.shape, name))));
-    out[name] = t.to_f64();
-  }
-  return out;
-}
+using Fixture = gates::LoadedFixture;
 
 // cpu-chunk under the class's baseline contract (nearest-even at every allowed point).
 Values contract_run(const Fixture& f, Precision precision) {
-  KernelShape s = f.shape;
+  KernelShape s = f.job.shape;
   s.contract.precision = precision;
   kernels::Buffers out = kernels::allocate_outputs(s, Phase::bwd, std::nanf(""));
   kernels::ExecutionRecord record;
-  kernels::cpu::chunk_backend().run(s, f.inputs, Phase::bwd, out, record);
+  kernels::cpu::chunk_backend().run(s, f.job.inputs, Phase::bwd, out, record);
   Values values;
   for (const auto& [name, v] : out) values[name] = std::vector<double>(v.begin(), v.end());
   return values;
@@ -213,33 +169,37 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
   std::map<std::string, int> catalog_kills;
 
   for (std::size_t i = 0; i < options.fixtures.size(); ++i) {
-    const Fixture f = load(options.fixtures[i]);
-    note(fmt::format("{} ({} of {}): the {} noise model", f.name, i + 1, options.fixtures.size(),
+    const Fixture f = gates::load_fixture(options.fixtures[i], Phase::bwd);
+    const std::string name = options.fixtures[i].string();
+    const KernelShape& shape = f.job.shape;
+    note(fmt::format("{} ({} of {}): the {} noise model", name, i + 1, options.fixtures.size(),
                      kernels::precision_name(options.precision)));
     const gates::NoiseModel model =
-        gates::measure_noise(f.shape, f.inputs, Phase::bwd, f.reference, options.precision);
-    const Values clean =
-        external ? read_candidate(options.candidates[i], f) : contract_run(f, options.precision);
+        gates::measure_noise(shape, f.job.inputs, Phase::bwd, f.reference, options.precision);
+    const Values clean = external
+                             ? gates::candidate_values(read_safetensors(options.candidates[i]),
+                                                       options.candidates[i], shape, Phase::bwd)
+                             : contract_run(f, options.precision);
     auto judged = [&](const Values& candidate, PrecisionOutcome o) {
-      judge(gates::judge_against_noise(f.shape, Phase::bwd, model, candidate, f.reference), o);
+      judge(gates::judge_against_noise(shape, Phase::bwd, model, candidate, f.reference), o);
       return o;
     };
     PrecisionOutcome base;
-    base.fixture = f.name;
+    base.fixture = name;
     base.fault = "clean";
     base.kind = PrecisionFaultKind::clean;
     campaign.outcomes.push_back(judged(clean, base));
     if (campaign.outcomes.back().killed)
-      campaign.unmet.push_back(fmt::format("{}: the clean candidate is red ({})", f.name,
+      campaign.unmet.push_back(fmt::format("{}: the clean candidate is red ({})", name,
                                            campaign.outcomes.back().killer));
 
-    for (const GradedFault& fault : graded_faults(f.shape)) {
+    for (const GradedFault& fault : graded_faults(shape)) {
       if (!f.reference.count(fault.term)) continue;
       Values candidate = clean;
       if (!candidate.count(fault.term)) continue;  // the candidate lacks it: nothing to break
-      fault.apply(f.shape, candidate);
+      fault.apply(shape, candidate);
       PrecisionOutcome o;
-      o.fixture = f.name;
+      o.fixture = name;
       o.fault = fault.id;
       o.term = fault.term;
       o.size = fault.size;
@@ -248,10 +208,10 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
       o = judged(candidate, o);
       if (o.required && !o.killed)
         campaign.unmet.push_back(fmt::format("{}: graded fault {} survived (largest excess {:.2f})",
-                                             f.name, fault.id, o.margin));
+                                             name, fault.id, o.margin));
       else if (o.required && !o.killer_is_term)
         campaign.unmet.push_back(
-            fmt::format("{}: graded fault {} was killed by {}, not by the term it touched", f.name,
+            fmt::format("{}: graded fault {} was killed by {}, not by the term it touched", name,
                         fault.id, o.killer));
       campaign.outcomes.push_back(o);
     }
@@ -270,7 +230,7 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
         }
         kernels::set_active_fault("");
         PrecisionOutcome o;
-        o.fixture = f.name;
+        o.fixture = name;
         o.fault = std::string(info.id);
         o.kind = PrecisionFaultKind::catalog;
         o = judged(candidate, o);

@@ -34,8 +34,11 @@ nlohmann::json finite_or_null(double x) {
 }  // namespace
 
 nlohmann::json TermComparison::to_json() const {
-  nlohmann::json chunks = nlohmann::json::array();
-  for (double c : chunk_rel) chunks.push_back(finite_or_null(c));
+  auto figures = [](const std::vector<double>& xs) {
+    nlohmann::json out = nlohmann::json::array();
+    for (double x : xs) out.push_back(finite_or_null(x));
+    return out;
+  };
   nlohmann::json row = {{"term", term},
                         {"status", status_name(status)},
                         {"rel", finite_or_null(rel)},
@@ -44,20 +47,12 @@ nlohmann::json TermComparison::to_json() const {
                         {"ref_amax", ref_amax},
                         {"worst_index", worst_index},
                         {"index_names", index_names},
-                        {"per_chunk_rel", chunks},
+                        {"per_chunk_rel", figures(chunk_rel)},
                         {"non_finite", non_finite},
                         {"bar", bar},
                         {"margin", finite_or_null(margin)},
                         {"message", message}};
   if (noise.measured) {
-    nlohmann::json chunk_worst = nlohmann::json::array(), chunk_alpha = nlohmann::json::array();
-    for (double x : noise.chunk_worst_rel) chunk_worst.push_back(finite_or_null(x));
-    for (double x : noise.chunk_alpha) chunk_alpha.push_back(finite_or_null(x));
-    auto figures = [](const std::vector<double>& xs) {
-      nlohmann::json out = nlohmann::json::array();
-      for (double x : xs) out.push_back(finite_or_null(x));
-      return out;
-    };
     row["noise"] = {
         {"baseline_rel", finite_or_null(noise.baseline_rel)},
         {"ensemble_worst_rel", finite_or_null(noise.worst_rel)},
@@ -70,8 +65,8 @@ nlohmann::json TermComparison::to_json() const {
         {"min_detectable_scaling", finite_or_null(noise.mde)},
         {"ensemble_rel", figures(noise.member_rel)},
         {"ensemble_alpha", figures(noise.member_alpha)},
-        {"per_chunk_ensemble_worst_rel", chunk_worst},
-        {"per_chunk_alpha", chunk_alpha}};
+        {"per_chunk_ensemble_worst_rel", figures(noise.chunk_worst_rel)},
+        {"per_chunk_alpha", figures(noise.chunk_alpha)}};
   }
   return row;
 }

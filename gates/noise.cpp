@@ -87,23 +87,13 @@ nlohmann::json NoiseModel::to_json() const {
 
 namespace {
 
-// Which channel axis a tensor's last index runs over: K, V, both (a state), none.
-enum class Axis { k, v, state, none };
-Axis channel_axis(const KernelShape& s, const std::string& name) {
-  const int width = kernels::tensor_width(s, name);
-  if (width < 0) return Axis::state;
-  if (width == 0) return Axis::none;
-  const std::string base =
-      name.size() > 1 && name[0] == 'd' && name != "do" ? name.substr(1) : name;
-  return base == "v" || base == "w" || base == "o" || name == "do" ? Axis::v : Axis::k;
-}
-
 // Reverses the K and V channels of a named tensor (its own inverse).
 template <class T>
 void reverse_channels(const KernelShape& s, const std::string& name, std::vector<T>& values) {
-  const Axis axis = channel_axis(s, name);
-  if (axis == Axis::none) return;
-  if (axis == Axis::state) {
+  using kernels::ChannelAxis;
+  const ChannelAxis axis = kernels::channel_axis(s, name);
+  if (axis == ChannelAxis::none) return;
+  if (axis == ChannelAxis::state) {
     std::vector<T> out(values.size());
     const std::size_t plane = static_cast<std::size_t>(s.K) * s.V;
     for (std::size_t base = 0; base < values.size(); base += plane)
@@ -114,7 +104,7 @@ void reverse_channels(const KernelShape& s, const std::string& name, std::vector
     values = std::move(out);
     return;
   }
-  const std::size_t width = axis == Axis::k ? s.K : s.V;
+  const std::size_t width = axis == ChannelAxis::k ? s.K : s.V;
   for (std::size_t row = 0; row < values.size(); row += width)
     std::reverse(values.begin() + static_cast<std::ptrdiff_t>(row),
                  values.begin() + static_cast<std::ptrdiff_t>(row + width));

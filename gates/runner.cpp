@@ -73,15 +73,6 @@ nlohmann::json GateResult::to_json() const {
           {"seconds", seconds}};
 }
 
-namespace {
-
-struct LoadedFixture {
-  SafetensorsFile file;
-  KernelJob job;
-  std::map<std::string, std::vector<double>> reference;
-  nlohmann::json info;
-};
-
 LoadedFixture load_fixture(const fs::path& path, Phase phase) {
   LoadedFixture f;
   const auto bytes = read_file_bytes(path);
@@ -102,6 +93,25 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
   f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
   return f;
 }
+
+std::map<std::string, std::vector<double>> candidate_values(const SafetensorsFile& candidate,
+                                                            const fs::path& path,
+                                                            const KernelShape& shape, Phase phase) {
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& name : kernels::kernel_output_names(shape.op, phase)) {
+    if (!candidate.has(name)) continue;  // reported as a missing term
+    const Tensor& tensor = candidate.tensors.at(name);
+    const Shape want = tensor_shape(shape, name);
+    if (tensor.shape() != want)
+      throw InputError(fmt::format("{}: tensor '{}' has shape {}, but the fixture needs {}.",
+                                   path.string(), name, shape_string(tensor.shape()),
+                                   shape_string(want)));
+    values[name] = tensor.to_f64();
+  }
+  return values;
+}
+
+namespace {
 
 std::map<std::string, std::vector<double>> as_doubles(const Buffers& buffers) {
   std::map<std::string, std::vector<double>> out;
@@ -507,8 +517,9 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   const SafetensorsFile candidate = read_safetensors(candidate_path);
   // a candidate with no gradient is checked forward only, and says so
   bool has_gradients = false;
-  for (const char* name : {"dq", "dk", "dv", "dg", "db", "dw", "dbeta", "dh0"})
-    has_gradients = has_gradients || candidate.has(name);
+  for (Op op : {Op::gdn2, Op::kda})  // gdn's gradients are kda's
+    for (const auto& name : kernels::kernel_output_names(op, Phase::bwd))
+      has_gradients = has_gradients || (name != "o" && name != "ht" && candidate.has(name));
   const Phase phase = phase_wanted.value_or(has_gradients ? Phase::bwd : Phase::fwd);
   const LoadedFixture f = load_fixture(fixture, phase);
   GateResult r;
@@ -521,17 +532,7 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   r.gradients_compared = phase == Phase::bwd;
   r.precision = precision_name(precision);
   r.fixture = f.info;
-  std::map<std::string, std::vector<double>> values;
-  for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
-    if (!candidate.has(name)) continue;  // reported as a missing term
-    const Tensor& tensor = candidate.tensors.at(name);
-    const Shape want = tensor_shape(f.job.shape, name);
-    if (tensor.shape() != want)
-      throw InputError(fmt::format("{}: tensor '{}' has shape {}, but the fixture needs {}.",
-                                   candidate_path.string(), name, shape_string(tensor.shape()),
-                                   shape_string(want)));
-    values[name] = tensor.to_f64();
-  }
+  const auto values = candidate_values(candidate, candidate_path, f.job.shape, phase);
   // the bars of this fixture: its precision class's noise (gates/noise.hpp)
   const NoiseModel noise = measure_noise(f.job.shape, f.job.inputs, phase, f.reference, precision);
   r.terms = judge_against_noise(f.job.shape, phase, noise, values, f.reference);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gates/compare.hpp"
+#include "gates/fixture_io.hpp"
 #include "gates/registry.hpp"
 
 namespace deltaproof::gates {
@@ -55,6 +56,25 @@ struct GateResult {
 };
 
 GateResult run_gate(const Gate& gate, const RunOptions& options);
+
+// A fixture read for a gate: its file, the kernel's view of it (shape, f32
+// inputs), the reference outputs of `phase` as doubles, and its path, sha256
+// and spec for reports. Throws InputError naming the file and the tensor.
+struct LoadedFixture {
+  SafetensorsFile file;
+  KernelJob job;
+  std::map<std::string, std::vector<double>> reference;
+  nlohmann::json info;
+};
+LoadedFixture load_fixture(const std::filesystem::path& path, kernels::Phase phase);
+
+// The candidate's outputs of `phase` as doubles (an absent one is left out: the
+// comparison reports it missing); a tensor of the wrong shape is an InputError
+// naming `path`.
+std::map<std::string, std::vector<double>> candidate_values(const SafetensorsFile& candidate,
+                                                            const std::filesystem::path& path,
+                                                            const kernels::KernelShape& shape,
+                                                            kernels::Phase phase);
 
 // `gate check`: a candidate computed by anything, against a fixture, with bars
 // from the noise of its precision class on this fixture (gates/noise.hpp):

@@ -25,15 +25,29 @@ std::vector<std::string> kernel_output_names(Op op, Phase phase) {
   return names;
 }
 
-int tensor_width(const KernelShape& s, std::string_view name) {
+ChannelAxis channel_axis(const KernelShape& s, std::string_view name) {
   const std::string_view base =
       name.size() > 1 && name[0] == 'd' && name != "do" ? name.substr(1) : name;
-  if (base == "h0" || base == "ht" || name == "dht") return -1;
-  if (base == "q" || base == "k" || base == "b") return s.K;
-  if (base == "g") return s.op == Op::gdn ? 0 : s.K;
-  if (base == "v" || base == "w" || base == "o" || name == "do") return s.V;
-  if (base == "beta") return 0;
+  if (base == "h0" || base == "ht" || name == "dht") return ChannelAxis::state;
+  if (base == "q" || base == "k" || base == "b") return ChannelAxis::k;
+  if (base == "g") return s.op == Op::gdn ? ChannelAxis::none : ChannelAxis::k;
+  if (base == "v" || base == "w" || base == "o" || name == "do") return ChannelAxis::v;
+  if (base == "beta") return ChannelAxis::none;
   throw InputError(fmt::format("'{}' is not a tensor of op {}.", name, op_name(s.op)));
+}
+
+int tensor_width(const KernelShape& s, std::string_view name) {
+  switch (channel_axis(s, name)) {
+    case ChannelAxis::state:
+      return -1;
+    case ChannelAxis::k:
+      return s.K;
+    case ChannelAxis::v:
+      return s.V;
+    case ChannelAxis::none:
+      break;
+  }
+  return 0;
 }
 
 void require_f32_contract(const KernelShape& shape, std::string_view backend) {

@@ -43,6 +43,10 @@ std::size_t tensor_size(const KernelShape& shape, std::string_view name);
 // Per-token channels of a token tensor (0 = one value per token and head);
 // -1 for a state tensor (h0, ht, dht, dh0).
 int tensor_width(const KernelShape& shape, std::string_view name);
+// The channel axis a named tensor's last index runs over: K, V, both (a state
+// [K, V]), or none (one value per token and head). tensor_width derives from it.
+enum class ChannelAxis { k, v, state, none };
+ChannelAxis channel_axis(const KernelShape& shape, std::string_view name);
 
 using Buffers = std::map<std::string, std::vector<float>>;
 
