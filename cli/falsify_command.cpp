@@ -80,7 +80,12 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
       "fixtures (default: the committed K=V=64 ones, fixtures/*/t{64,192,200}-c64)");
   a.precision_command->add_option(
       "--candidate", a.candidates,
-      "one candidate per --fixture, in order (default: cpu-chunk under the class's contract)");
+      "one candidate per --fixture, in order (default: --backend under the class's contract)");
+  a.precision_command
+      ->add_option("--backend", a.twin,
+                   "the twin run under the class's contract as the candidate, its catalog "
+                   "faults switched on in a falsify build: cpu-chunk, or cuda-chunk on a GPU")
+      ->capture_default_str();
   a.precision_command->add_flag(
       "--graded-not-required", a.report_graded_only,
       "report the graded faults without requiring them killed (fixtures too small to resolve "
@@ -266,6 +271,7 @@ int precision_campaign(const FalsifyArguments& a, const std::string& command_lin
   }
   options.candidates.assign(a.candidates.begin(), a.candidates.end());
   options.require_graded = !a.report_graded_only;
+  options.backend = a.twin;
   options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   const falsify::PrecisionCampaign c = falsify::run_precision_campaign(options);
 

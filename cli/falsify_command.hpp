@@ -5,6 +5,7 @@
 //                                a campaign (needs the falsify build)
 //   falsify patch FILE.patch     an ad-hoc hypothesis in a scratch worktree
 //   falsify precision --precision bf16|tf32 [--fixture F...] [--candidate C...]
+//                     [--backend cpu-chunk|cuda-chunk]
 //                                graded and catalog faults against a precision
 //                                class's noise-calibrated gates (falsify/precision.hpp)
 // Exit codes: 0 every fault killed as the catalog expects (patch: the gates
@@ -31,6 +32,7 @@ struct FalsifyArguments {
   bool keep = false;
   std::string precision = "bf16";
   std::vector<std::string> fixtures, candidates;
+  std::string twin = "cpu-chunk";
   bool report_graded_only = false;
   CLI::App* list = nullptr;
   CLI::App* precision_command = nullptr;

@@ -36,8 +36,9 @@ void add_run_command(CLI::App& app, RunArguments& a) {
   run->add_option("--phase", a.phase, "fwd (o, ht) or bwd (also every gradient)")
       ->capture_default_str();
   run->add_option("--precision", a.precision,
-                  "cpu-chunk only: evaluate under this class's contract, rounding to nearest "
-                  "even at every point the class allows (f32, tf32, bf16; docs/PRECISION.md)")
+                  "cpu-chunk and cuda-chunk: evaluate under this class's contract, rounding to "
+                  "nearest even at every point the class allows (f32, tf32, bf16; "
+                  "docs/PRECISION.md)")
       ->capture_default_str();
   if (kernels::kFaultsCompiledIn)
     run->add_option("--fault", a.fault, "falsify build: switch one kernel fault on by id");

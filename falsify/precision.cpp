@@ -14,7 +14,7 @@
 #include "gates/noise.hpp"
 #include "gates/report.hpp"
 #include "gates/runner.hpp"
-#include "kernels/cpu/backends.hpp"
+#include "kernels/backend.hpp"
 #include "kernels/faults.hpp"
 
 namespace deltaproof::falsify {
@@ -99,13 +99,13 @@ std::vector<GradedFault> graded_faults(const KernelShape& s) {
 
 using Fixture = gates::LoadedFixture;
 
-// cpu-chunk under the class's baseline contract (nearest-even at every allowed point).
-Values contract_run(const Fixture& f, Precision precision) {
+// A twin under the class's baseline contract (nearest-even at every allowed point).
+Values contract_run(const kernels::Backend& twin, const Fixture& f, Precision precision) {
   KernelShape s = f.job.shape;
   s.contract.precision = precision;
   kernels::Buffers out = kernels::allocate_outputs(s, Phase::bwd, std::nanf(""));
   kernels::ExecutionRecord record;
-  kernels::cpu::chunk_backend().run(s, f.job.inputs, Phase::bwd, out, record);
+  twin.run(s, f.job.inputs, Phase::bwd, out, record);
   Values values;
   for (const auto& [name, v] : out) values[name] = std::vector<double>(v.begin(), v.end());
   return values;
@@ -156,11 +156,19 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
   campaign.precision = options.precision;
   campaign.required_scaling = required_scaling(options.precision);
   const bool external = !options.candidates.empty();
+  if (options.backend != "cpu-chunk" && options.backend != "cuda-chunk")
+    throw InputError(fmt::format(
+        "--backend {}: a precision campaign's twin is cpu-chunk or cuda-chunk (the backends "
+        "that round under a contract).",
+        options.backend));
+  const kernels::Backend& twin = kernels::find_backend(options.backend);
+  [[maybe_unused]] const bool on_gpu = options.backend == "cuda-chunk";
+  if (on_gpu && !kernels::gpu_available())
+    throw InputError("--backend cuda-chunk needs a CUDA GPU and this machine has none.");
   campaign.candidate_source =
-      external
-          ? "external candidates (one per fixture)"
-          : fmt::format("cpu-chunk under the {} contract (nearest-even at every allowed point)",
-                        kernels::precision_name(options.precision));
+      external ? "external candidates (one per fixture)"
+               : fmt::format("{} under the {} contract (nearest-even at every allowed point)",
+                             options.backend, kernels::precision_name(options.precision));
   [[maybe_unused]] const bool with_catalog =
       options.catalog_faults && !external && kernels::kFaultsCompiledIn;
   auto note = [&](const std::string& line) {
@@ -179,7 +187,7 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
     const Values clean = external
                              ? gates::candidate_values(read_safetensors(options.candidates[i]),
                                                        options.candidates[i], shape, Phase::bwd)
-                             : contract_run(f, options.precision);
+                             : contract_run(twin, f, options.precision);
     auto judged = [&](const Values& candidate, PrecisionOutcome o) {
       judge(gates::judge_against_noise(shape, Phase::bwd, model, candidate, f.reference), o);
       return o;
@@ -219,11 +227,11 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
 #ifdef DELTAPROOF_FALSIFY
     if (with_catalog) {
       for (const auto& info : kernels::fault_catalog()) {
-        if (info.cls != kernels::FaultClass::kernel || info.cuda_only) continue;
+        if (info.cls != kernels::FaultClass::kernel || (info.cuda_only && !on_gpu)) continue;
         kernels::set_active_fault(info.id);
         Values candidate;
         try {
-          candidate = contract_run(f, options.precision);
+          candidate = contract_run(twin, f, options.precision);
         } catch (...) {
           kernels::set_active_fault("");
           throw;
@@ -233,8 +241,9 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
         o.fixture = name;
         o.fault = std::string(info.id);
         o.kind = PrecisionFaultKind::catalog;
+        o.required = !info.sanitizer_only;
         o = judged(candidate, o);
-        catalog_kills[o.fault] += o.killed ? 1 : 0;
+        if (o.required) catalog_kills[o.fault] += o.killed ? 1 : 0;
         campaign.outcomes.push_back(o);
       }
     }

@@ -1,17 +1,20 @@
 // falsify/precision.hpp — campaigns at a precision class (issue 10,
 // docs/PRECISION.md): can the class's noise-calibrated gates see small bugs?
-// On each fixture, a candidate of the class — cpu-chunk under the class's
-// contract, or an external kernel's outputs (FLA on the H200) — must be green,
-// and each fault applied to it must be red:
+// On each fixture, a candidate of the class — a chunked twin (cpu-chunk, or
+// cuda-chunk on a GPU) under the class's contract, or an external kernel's
+// outputs (FLA on the H200) — must be green, and each fault applied to it
+// must be red:
 //   graded faults, applied to the candidate's outputs: one term scaled by
 //     1.005, 1.01, 1.02, 1.05 (and the same below 1); dg sign-flipped in one
 //     chunk; the rows of o and of dk shifted by one inside one chunk;
-//   catalog faults (falsify build, cpu-chunk candidates only): every kernel
-//     fault point of cpu-chunk switched on, run under the class's contract.
+//   catalog faults (falsify build, twin candidates only): every kernel fault
+//     point of the twin switched on, run under the class's contract.
 // Required: a scaling of at least `required_scaling` (1% at bf16, 0.5% at
 // tf32) and every other graded fault killed on every fixture, by the term it
-// touched; every catalog fault killed on at least one fixture; every clean
-// candidate green. The noise model is always measured with no fault on.
+// touched; every catalog fault killed on at least one fixture (but those only
+// a sanitizer must see: FaultInfo::sanitizer_only); every clean candidate
+// green. The noise model (cpu-chunk's ensemble) is always measured with no
+// fault on.
 #pragma once
 
 #include <filesystem>
@@ -45,8 +48,10 @@ struct PrecisionOutcome {
 struct PrecisionCampaignOptions {
   kernels::Precision precision = kernels::Precision::bf16;
   std::vector<std::filesystem::path> fixtures;
-  // Empty: cpu-chunk under the class's contract. Else one candidate per fixture.
+  // Empty: the twin `backend` under the class's contract. Else one candidate
+  // per fixture.
   std::vector<std::filesystem::path> candidates;
+  std::string backend = "cpu-chunk";  // cpu-chunk or cuda-chunk
   bool catalog_faults = true;  // ignored without the falsify build or with external candidates
   // Whether the graded faults must be killed (else they are reported only: on
   // fixtures too small to resolve a 1% bias, say — each row gives its minimum

@@ -52,9 +52,24 @@ int tensor_width(const KernelShape& s, std::string_view name) {
 
 void require_f32_contract(const KernelShape& shape, std::string_view backend) {
   if (shape.contract.rounds_anything())
+    throw InputError(fmt::format(
+        "{} runs f32 arithmetic only; the {} contract is emulated by cpu-chunk and cuda-chunk.",
+        backend, precision_name(shape.contract.precision)));
+}
+
+void require_deterministic_contract(const KernelShape& shape, std::string_view backend) {
+  if (shape.contract.rounds_anything() && shape.contract.rounding == Rounding::stochastic)
     throw InputError(
-        fmt::format("{} runs f32 arithmetic only; the {} contract is emulated by cpu-chunk alone.",
+        fmt::format("{} rounds to nearest even or toward zero only; the {} contract's "
+                    "stochastic rounding is emulated by cpu-chunk alone.",
                     backend, precision_name(shape.contract.precision)));
+}
+
+void round_outputs(const KernelShape& shape, Buffers& outputs) {
+  Rounder written(shape.contract, static_cast<std::uint64_t>(shape.B) * shape.H);
+  if (!written.outputs()) return;
+  for (auto& [name, values] : outputs)
+    for (float& v : values) v = written.output(v);
 }
 
 std::size_t tensor_size(const KernelShape& s, std::string_view name) {

@@ -16,6 +16,8 @@ namespace deltaproof::kernels {
 
 enum class Phase { fwd, bwd };  // bwd runs the forward and the backward
 
+using Buffers = std::map<std::string, std::vector<float>>;
+
 struct KernelShape {
   Op op = Op::gdn2;
   int B = 1, T = 1, H = 1, K = 1, V = 1;
@@ -24,14 +26,22 @@ struct KernelShape {
   // The inputs q k v g b w (beta) hold bf16 values (a bf16 fixture): a backend
   // that reads bf16 (cuda-*) takes them as bf16; the others read the f32 copy.
   bool bf16_inputs = false;
-  // Where the kernel rounds (kernels/precision.hpp). Only cpu-chunk emulates a
-  // contract that rounds; every other backend refuses one (InputError).
+  // Where the kernel rounds (kernels/precision.hpp). cpu-chunk emulates any
+  // contract; cuda-chunk the deterministic ones (nearest-even, toward zero);
+  // the recurrent backends refuse one that rounds (InputError).
   PrecisionContract contract;
 };
 
 // Throws InputError unless the shape's contract rounds nothing: for backends
 // that run f32 arithmetic only.
 void require_f32_contract(const KernelShape& shape, std::string_view backend);
+// Throws InputError when the shape's contract rounds stochastically: for
+// backends whose rounding cannot follow cpu-chunk's stream.
+void require_deterministic_contract(const KernelShape& shape, std::string_view backend);
+// The outputs as written in the contract's storage type (bf16 rounds every
+// output; the other classes none), after kda's dbeta and gdn's dg are summed
+// over channels; a stochastic rule draws from a stream of its own (B*H).
+void round_outputs(const KernelShape& shape, Buffers& outputs);
 
 // Names of the tensors a kernel reads: q k v g b w h0 (gdn2) or q k v g beta h0
 // (kda, gdn), plus the cotangents do dht for the backward.
@@ -47,8 +57,6 @@ int tensor_width(const KernelShape& shape, std::string_view name);
 // [K, V]), or none (one value per token and head). tensor_width derives from it.
 enum class ChannelAxis { k, v, state, none };
 ChannelAxis channel_axis(const KernelShape& shape, std::string_view name);
-
-using Buffers = std::map<std::string, std::vector<float>>;
 
 struct ExecutionRecord {
   std::map<std::string, long> stages;  // stage name -> times it ran

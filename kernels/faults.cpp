@@ -35,7 +35,7 @@ const std::vector<FaultInfo>& fault_catalog() {
        FaultClass::kernel, true},
       {Fault::global_scratch_unwritten, "global-scratch-unwritten",
        "CUDA: BK2's global dU scratch is read before anything writes it (no memset)",
-       FaultClass::kernel, true},
+       FaultClass::kernel, true, true},
       {Fault::reference_other_seed, "reference-other-seed",
        "the instrument's reference is the oracle on inputs drawn from another seed",
        FaultClass::instrument},

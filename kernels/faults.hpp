@@ -47,6 +47,10 @@ struct FaultInfo {
   std::string_view what;
   FaultClass cls = FaultClass::kernel;
   bool cuda_only = false;  // the point exists in the CUDA kernels alone
+  // No number need show it (fresh device memory is often zero): a sanitizer
+  // (initcheck) is the gate that must catch it, and campaigns that judge by
+  // numbers alone do not require it killed.
+  bool sanitizer_only = false;
 };
 // Every fault switchable at run time in the falsify build.
 const std::vector<FaultInfo>& fault_catalog();

@@ -1,7 +1,6 @@
 // kernels/precision.cpp — see precision.hpp.
 #include "kernels/precision.hpp"
 
-#include <bit>
 #include <cmath>
 
 namespace deltaproof::kernels {
@@ -47,29 +46,23 @@ std::string_view rounding_name(Rounding r) {
   return "?";
 }
 
+int dropped_bits(Precision p) {
+  switch (p) {
+    case Precision::tf32:
+      return kTf32DroppedBits;
+    case Precision::bf16:
+      return kBf16DroppedBits;
+    default:
+      return 0;
+  }
+}
+
 bool PrecisionContract::rounds_anything() const {
   return takes_operands() || takes_intermediates() || takes_outputs();
 }
 
 float round_float(float x, Precision to, Rounding rule, std::uint32_t random_bits) {
-  if (to == Precision::f32 || !std::isfinite(x)) return x;
-  // bf16 keeps the top 16 bits of an f32 (7 mantissa bits), TF32 the top 19 (10 bits)
-  const int dropped = to == Precision::bf16 ? 16 : 13;
-  const std::uint32_t low_mask = (1u << dropped) - 1u;
-  std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  switch (rule) {
-    case Rounding::nearest_even:
-      bits += (low_mask >> 1) + ((bits >> dropped) & 1u);
-      break;
-    case Rounding::toward_zero:
-      break;
-    case Rounding::stochastic:
-      bits += random_bits & low_mask;
-      break;
-  }
-  // a carry out of the mantissa moves the exponent up, as it should; an
-  // overflow to inf is what the narrow type would do too
-  return std::bit_cast<float>(bits & ~low_mask);
+  return round_dropping(x, dropped_bits(to), rule, random_bits);
 }
 
 Rounder::Rounder(const PrecisionContract& contract, std::uint64_t stream)

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string_view>
 
+#include "kernels/round_bits.hpp"
+
 namespace deltaproof::kernels {
 
 enum class Precision { f32, tf32, bf16 };
@@ -23,12 +25,10 @@ std::string_view precision_name(Precision p);
 std::optional<Precision> parse_precision(std::string_view name);
 // The unit roundoff of a class's narrowest type: 2^-24, 2^-11, 2^-8.
 double unit_roundoff(Precision p);
+// The low mantissa bits of an f32 the class's narrowest type drops: 0, 13, 16.
+int dropped_bits(Precision p);
 
-// How a value is rounded at a rounding point. toward_zero is what Hopper's
-// tensor cores do to an f32 register read as TF32 (the low 13 bits are
-// ignored); stochastic rounds up with probability equal to the dropped
-// fraction, from a counter-based stream (reproducible bit for bit).
-enum class Rounding { nearest_even, toward_zero, stochastic };
+// How a value is rounded at a rounding point: Rounding, in round_bits.hpp.
 std::string_view rounding_name(Rounding r);
 
 struct PrecisionContract {

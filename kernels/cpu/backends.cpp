@@ -116,12 +116,7 @@ class ChunkBackend final : public Backend {
       const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
       scatter_head(s, b, h, r, backward, out);
     });
-    // the outputs as written, in the class's storage type (after kda's dbeta and
-    // gdn's dg are summed over channels), from a stream of their own
-    Rounder written(s.contract, static_cast<std::uint64_t>(s.B) * s.H);
-    if (written.outputs())
-      for (auto& [name, values] : out)
-        for (float& v : values) v = written.output(v);
+    round_outputs(s, out);  // as written, in the class's storage type
   }
 };
 

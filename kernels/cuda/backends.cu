@@ -119,16 +119,32 @@ std::vector<float> row_sums(const std::vector<float>& full, int width) {
 
 using Runner = void (*)(const DeviceProblem&, bool, LaunchLog&);
 
+// What the kernels need to round under the shape's contract (all zero under f32).
+DeviceRounding device_rounding(const PrecisionContract& c) {
+  DeviceRounding r;
+  if (c.takes_operands()) r.operand_bits = dropped_bits(c.precision);
+  if (c.takes_intermediates()) r.intermediate_bits = dropped_bits(Precision::bf16);
+  r.rule = c.rounding;
+  return r;
+}
+
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(std::string name, std::string description, Runner runner)
-      : name_(std::move(name)), description_(std::move(description)), runner_(runner) {}
+  // contracts: the backend's kernels round at a contract's points (cuda-chunk)
+  CudaBackend(std::string name, std::string description, Runner runner, bool contracts)
+      : name_(std::move(name)),
+        description_(std::move(description)),
+        runner_(runner),
+        contracts_(contracts) {}
   std::string name() const override { return name_; }
   std::string description() const override { return description_; }
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
-    require_f32_contract(s, name_);
+    if (contracts_)
+      require_deterministic_contract(s, name_);
+    else
+      require_f32_contract(s, name_);
     if (!gpu_available())
       throw InputError(
           fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));
@@ -143,6 +159,7 @@ class CudaBackend final : public Backend {
     DeviceProblem& p = d.p;
     p.B = s.B, p.T = s.T, p.H = s.H, p.K = s.K, p.V = s.V, p.chunk = s.chunk, p.scale = s.scale;
     p.faults = active_faults();
+    p.rounding = device_rounding(s.contract);
     p.input = s.bf16_inputs ? InputType::bf16 : InputType::f32;
     p.q = d.upload_input("q", in.at("q"));
     p.k = d.upload_input("k", in.at("k"));
@@ -185,7 +202,12 @@ class CudaBackend final : public Backend {
 
     out.at("o") = d.download("o");
     out.at("ht") = d.download("ht");
-    if (!backward) return;
+    if (backward) download_gradients(s, d, out);
+    round_outputs(s, out);  // as written, in the class's storage type
+  }
+
+ private:
+  static void download_gradients(const KernelShape& s, Device& d, Buffers& out) {
     for (const char* name : {"dq", "dk", "dv", "dh0"}) out.at(name) = d.download(name);
     if (s.op == Op::gdn2) {
       for (const char* name : {"dg", "db", "dw"}) out.at(name) = d.download(name);
@@ -198,23 +220,25 @@ class CudaBackend final : public Backend {
     }
   }
 
- private:
   std::string name_, description_;
   Runner runner_;
+  bool contracts_;
 };
 
 }  // namespace
 
 const Backend& chunk_backend() {
   static const CudaBackend backend(
-      "cuda-chunk", "chunked WY forward and BK2/BK1/glue backward, f32, CUDA (sm_90)", &run_chunk);
+      "cuda-chunk",
+      "chunked WY forward and BK2/BK1/glue backward, f32 (or a tf32/bf16 contract), CUDA (sm_90)",
+      &run_chunk, true);
   return backend;
 }
 
 const Backend& recurrent_backend() {
   static const CudaBackend backend("cuda-recurrent",
                                    "token-by-token recurrence and reverse sweep, f32, CUDA (sm_90)",
-                                   &run_recurrent);
+                                   &run_recurrent, false);
   return backend;
 }
 

@@ -17,6 +17,15 @@
 // widen each element as they read it (read_input); the dispatch is in
 // run_chunk. All arithmetic and every sum is f32.
 //
+// Precision contracts (kernels/precision.hpp, docs/PRECISION.md): under a
+// tf32 or bf16 contract (DeviceProblem::rounding) every matrix product rounds
+// its two operands as it reads them (operand()) and, at bf16, each stage
+// rounds what it stores for a later one (intermediate(): Ut, Wt, U, dU, and
+// the states S0 and dS_end as a product reads them; the carried state stays
+// f32), at the points cpu-chunk rounds. bwd.bk1 forms dY as -dX S0^T where
+// cpu-chunk forms -Tinv^T (dU S0^T): an association a kernel of the class may
+// choose, so the two round different intermediates there.
+//
 // Work sharing. Each matrix product sums a(m, d) b(d, n) over d. A thread takes
 // an item (for_quads): one n (consecutive threads take consecutive n, so b is
 // read coalesced from global memory or without bank conflicts from shared
@@ -174,6 +183,17 @@ __device__ inline float read_input(const void* input, std::size_t n) {
   return widen(static_cast<const In*>(input)[n]);
 }
 
+// The precision contract's rounding points (DeviceRounding), as cpu-chunk's
+// operand() and intermediate(): operand(p, x) where a matrix product reads x,
+// intermediate(p, x) where a stage stores x for a later one to read. Under f32
+// (no bits dropped) each is x itself, bit for bit.
+__device__ inline float operand(const DeviceProblem& p, float x) {
+  return round_dropping(x, p.rounding.operand_bits, p.rounding.rule);
+}
+__device__ inline float intermediate(const DeviceProblem& p, float x) {
+  return round_dropping(x, p.rounding.intermediate_bits, p.rounding.rule);
+}
+
 // Four consecutive floats, one 16-byte load or store (`at` 16-byte aligned).
 struct Quad {
   float v[4];
@@ -306,11 +326,11 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
         for (int s = 0; s < 4; ++s) {
           const int r = r0 + s;
           if (i > r || r >= L) continue;
-          const float decayed_key = key_i * expf(G[r * Ks + k] - G_i);
-          m[s] += read_input<In>(p.q, rows[s] + k) * decayed_key;
+          const float decayed_key = operand(p, key_i * expf(G[r * Ks + k] - G_i));
+          m[s] += operand(p, read_input<In>(p.q, rows[s] + k)) * decayed_key;
           const float erase =
               DP_FAULT(p.faults, b_dropped_from_a) ? 1.0f : read_input<In>(p.b, rows[s] + k);
-          a[s] += erase * keys[r * Ks + k] * decayed_key;
+          a[s] += operand(p, erase * keys[r * Ks + k]) * decayed_key;
         }
       }
     }
@@ -385,11 +405,13 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     const int last = min(r0 + 3, L - 1);
     for (int i = 0; i <= last; ++i) {
       const std::size_t ij = row(V, i) + j;
-      const float x = read_input<In>(p.w, ij) * read_input<In>(p.v, ij);
+      const float x = operand(p, read_input<In>(p.w, ij) * read_input<In>(p.v, ij));
       const Quad tinv = load_quad(TinvT + i * Cs + r0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) ut[s] += tinv.v[s] * x;
+      for (int s = 0; s < 4; ++s) ut[s] += operand(p, tinv.v[s]) * x;
     }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) ut[s] = intermediate(p, ut[s]);
     store_quad(UtT + j * C + r0, ut);
   });
   // Wt = Tinv Y. Item: channel k (threads), rows r0..r0+3 (TinvT quads).
@@ -398,11 +420,13 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     const int last = min(r0 + 3, L - 1);
     if (k < K)
       for (int i = 0; i <= last; ++i) {
-        const float y = keys[i * Ks + k];
+        const float y = operand(p, keys[i * Ks + k]);
         const Quad tinv = load_quad(TinvT + i * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) wt[s] += tinv.v[s] * y;
+        for (int s = 0; s < 4; ++s) wt[s] += operand(p, tinv.v[s]) * y;
       }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) wt[s] = intermediate(p, wt[s]);
     if (backward)
 #pragma unroll
       for (int s = 0; s < 4; ++s) Wt[(r0 + s) * K4 + k] = wt[s];
@@ -493,19 +517,20 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       if (r0 < L)
 #pragma unroll 8
         for (int k = 0; k < K; ++k) {
-          const float s0 = S[k * Ss + j];
+          // the state a product reads is the stored one; the carried S stays f32
+          const float s0 = operand(p, intermediate(p, S[k * Ss + j]));
           const Quad wt = load_quad(WtT + k * C + r0), qg = load_quad(QgT + k * C + r0);
 #pragma unroll
           for (int s = 0; s < 4; ++s) {
-            wt_s0[s] += wt.v[s] * s0;
-            qg_s0[s] += qg.v[s] * s0;
+            wt_s0[s] += operand(p, wt.v[s]) * s0;
+            qg_s0[s] += operand(p, qg.v[s]) * s0;
           }
         }
       const Quad ut = load_quad(UtT + (v0 + j) * C + r0);
       float u[4];
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        u[s] = ut.v[s] - wt_s0[s];
+        u[s] = intermediate(p, ut.v[s] - wt_s0[s]);
         U[(r0 + s) * v_tile + j] = u[s];
         Qg_S0[(r0 + s) * v_tile + j] = qg_s0[s];
       }
@@ -522,10 +547,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float m_u[4] = {};
 #pragma unroll 8
       for (int i = 0; i <= last; ++i) {
-        const float u = U[i * v_tile + j];
+        const float u = operand(p, U[i * v_tile + j]);
         const Quad m = load_quad(MT + i * C + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) m_u[s] += m.v[s] * u;
+        for (int s = 0; s < 4; ++s) m_u[s] += operand(p, m.v[s]) * u;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -542,10 +567,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float kdec_u[4] = {};
 #pragma unroll 8
       for (int i = 0; i < L; ++i) {
-        const float u = U[i * v_tile + j];
+        const float u = operand(p, U[i * v_tile + j]);
         const Quad kdec = load_quad(Kdec + i * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) kdec_u[s] += kdec.v[s] * u;
+        for (int s = 0; s < 4; ++s) kdec_u[s] += operand(p, kdec.v[s]) * u;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -624,21 +649,23 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float through_output[4] = {}, through_state[4] = {};
 #pragma unroll 8
       for (int r = i0; r < L; ++r) {
-        const float d_o = dO(r, j);
+        const float d_o = operand(p, dO(r, j));
         const Quad m = load_quad(M + r * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) through_output[s] += m.v[s] * d_o;
+        for (int s = 0; s < 4; ++s) through_output[s] += operand(p, m.v[s]) * d_o;
       }
 #pragma unroll 8
       for (int k = 0; k < K; ++k) {
-        const float ds = dS[k * Ss + j];
+        const float ds = operand(p, intermediate(p, dS[k * Ss + j]));
         const Quad kdec = load_quad(KdecT + k * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) through_state[s] += kdec.v[s] * ds;
+        for (int s = 0; s < 4; ++s) through_state[s] += operand(p, kdec.v[s]) * ds;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s)
-        if (i0 + s < L) dU[(i0 + s) * v_tile + j] = p.scale * through_output[s] + through_state[s];
+        if (i0 + s < L)
+          dU[(i0 + s) * v_tile + j] =
+              intermediate(p, p.scale * through_output[s] + through_state[s]);
     });
     // every thread reads all of dU's column below (and overwrites dS, which dU
     // read): the barrier the missing-barrier-bk2 build leaves out (a sync fault
@@ -655,17 +682,17 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float wt_du[4] = {}, qg_do[4] = {};
 #pragma unroll 8
       for (int i = L - 1; i >= 0; --i) {
-        const float du = dU[i * v_tile + j];
+        const float du = operand(p, dU[i * v_tile + j]);
         const Quad wt = load_quad(Wt + i * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) wt_du[s] += wt.v[s] * du;
+        for (int s = 0; s < 4; ++s) wt_du[s] += operand(p, wt.v[s]) * du;
       }
 #pragma unroll 8
       for (int r = 0; r < L; ++r) {
-        const float d_o = dO(r, j);
+        const float d_o = operand(p, dO(r, j));
         const Quad qg = load_quad(Qg + r * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) qg_do[s] += qg.v[s] * d_o;
+        for (int s = 0; s < 4; ++s) qg_do[s] += operand(p, qg.v[s]) * d_o;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -764,10 +791,10 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     float dx[4] = {};
 #pragma unroll 8
     for (int r = i0; r < L; ++r) {
-      const float du = dU(r, j);
+      const float du = operand(p, dU(r, j));
       const Quad tinv = load_quad(Tinv + r * C + i0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) dx[s] += tinv.v[s] * du;
+      for (int s = 0; s < 4; ++s) dx[s] += operand(p, tinv.v[s]) * du;
     }
     store_quad(dXT + j * Cs + i0, dx);
 #pragma unroll
@@ -786,10 +813,10 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (i0 < L)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float ds = dS_endT[j * K4 + k];
+        const float ds = operand(p, intermediate(p, dS_endT[j * K4 + k]));
         const Quad u = load_quad(UT + j * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dkdec[s] += u.v[s] * ds;
+        for (int s = 0; s < 4; ++s) dkdec[s] += operand(p, u.v[s]) * ds;
       }
 #pragma unroll
     for (int s = 0; s < 4; ++s) dKdec[(i0 + s) * K + k] = dkdec[s];
@@ -809,15 +836,16 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L && i <= r0 + 3)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float u = UT[j * C + i];
+        const float u = operand(p, UT[j * C + i]);
         const Quad d_o = load_quad(dOT + j * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dm[s] += d_o.v[s] * u;
+        for (int s = 0; s < 4; ++s) dm[s] += operand(p, d_o.v[s]) * u;
       }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
+      // the pairwise adjoints below read dM (and dA) as product operands
       const int r = r0 + s;
-      dM[r * C + i] = i <= r && r < L ? dm[s] * p.scale : 0.0f;
+      dM[r * C + i] = i <= r && r < L ? operand(p, dm[s] * p.scale) : 0.0f;
     }
   });
   // Qg = Q*E, O = scale [Qg S0 + ...]:  dQg = scale dO S0^T.
@@ -828,12 +856,12 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float s0 = S0T[j * K4 + k];
+        const float s0 = operand(p, intermediate(p, S0T[j * K4 + k]));
         const Quad d_o = load_quad(dOT + j * Cs + r0), dx = load_quad(dXT + j * Cs + r0);
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          dqg[s] += d_o.v[s] * s0;
-          dx_s0[s] += dx.v[s] * s0;
+          dqg[s] += operand(p, d_o.v[s]) * s0;
+          dx_s0[s] += operand(p, dx.v[s]) * s0;
         }
       }
     float dy[4];
@@ -853,23 +881,23 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L && i < r0 + 3) {
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float ut = UtT[j * C + i];
+        const float ut = operand(p, UtT[j * C + i]);
         const Quad dx = load_quad(dXT + j * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dx_ut[s] += dx.v[s] * ut;
+        for (int s = 0; s < 4; ++s) dx_ut[s] += operand(p, dx.v[s]) * ut;
       }
 #pragma unroll 8
       for (int k = 0; k < K; ++k) {
-        const float wt = WtT[k * C + i];
+        const float wt = operand(p, WtT[k * C + i]);
         const Quad dy = load_quad(dYT + k * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dy_wt[s] += dy.v[s] * wt;
+        for (int s = 0; s < 4; ++s) dy_wt[s] += operand(p, dy.v[s]) * wt;
       }
     }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int r = r0 + s;
-      dA[r * C + i] = i < r && r < L ? -(dx_ut[s] + dy_wt[s]) : 0.0f;
+      dA[r * C + i] = i < r && r < L ? operand(p, -(dx_ut[s] + dy_wt[s])) : 0.0f;
     }
   });
   __syncthreads();

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/round_bits.hpp"
+
 namespace deltaproof::kernels::cuda {
 
 // The fault points the CUDA kernels carry (kernels/faults.hpp names them).
@@ -53,6 +55,17 @@ inline std::size_t pack_bf16(const std::vector<float>& values, std::vector<float
   return values.size();
 }
 
+// A precision contract (kernels/precision.hpp) as the chunked kernels take it:
+// the bits dropped from each matrix product's operands (0: none; 13: TF32; 16:
+// bf16) and from the intermediates stored between stages (0 or 16), by a
+// deterministic rule (nearest-even or toward zero). The outputs' rounding is
+// the host's (kernels::round_outputs). All zero: f32, bit for bit as without.
+struct DeviceRounding {
+  int operand_bits = 0;
+  int intermediate_bits = 0;
+  Rounding rule = Rounding::nearest_even;
+};
+
 struct DeviceProblem {
   int B = 1, T = 1, H = 1, K = 1, V = 1;
   int chunk = 64;
@@ -69,6 +82,7 @@ struct DeviceProblem {
   float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dg = nullptr, *db = nullptr, *dw = nullptr,
         *dh0 = nullptr;
   CudaFaults faults;
+  DeviceRounding rounding;  // cuda-chunk only; cuda-recurrent refuses a contract
 };
 
 // The kernels launched, in order, each as "<stage>:<kernel name>", e.g.

@@ -100,6 +100,16 @@ expect 1 'clean 4/6 green' 'clean: gdn2.cpu-chunk.t32-c16.fwd is fail' 'the base
   falsify run --fault dg-sign-flipped --backend cpu-chunk --gates 'gdn2.*.t32-c16.*' 'gdn2.*.t16-c16.*' \
   'gdn2.*.t40-c16.fwd' 'gdn2.*.t40-c16.bwd' --fixtures "$work/fixtures"
 
+# a precision campaign's twin is a backend that rounds under a contract
+pc_fixture=fixtures/gdn2/t64-c64.safetensors
+expect 2 "twin is cpu-chunk or cuda-chunk" -- falsify precision --backend cpu-recurrent \
+  --fixture "$pc_fixture"
+# cuda-chunk needs a GPU (a build without the CUDA backends does not know it)
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 2 "cuda-chunk needs a CUDA GPU|unknown backend 'cuda-chunk'" -- falsify precision \
+    --backend cuda-chunk --fixture "$pc_fixture"
+fi
+
 # a normal build has no fault points: it refuses a campaign
 bin=$normal_bin
 expect 2 'needs the falsify build' -- falsify run

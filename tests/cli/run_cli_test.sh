@@ -159,7 +159,7 @@ expect 2 "is the fixture itself; choose another path" -- run --backend cpu-chunk
 # the CPU twin under a precision contract; a backend that cannot emulate one refuses it
 expect 0 "^cpu-chunk bwd gdn2 .* \\[bf16 contract\\]$" -- run --backend cpu-chunk \
   --fixture "$good" --precision bf16 --out "$work/bf16.safetensors"
-expect 2 "cpu-recurrent runs f32 arithmetic only; the bf16 contract is emulated by cpu-chunk alone" -- \
+expect 2 "cpu-recurrent runs f32 arithmetic only; the bf16 contract is emulated by cpu-chunk and cuda-chunk" -- \
   run --backend cpu-recurrent --fixture "$good" --precision bf16 \
   --out "$work/bf16r.safetensors"
 expect 2 "unknown precision class 'fp8'" -- run --backend cpu-chunk \

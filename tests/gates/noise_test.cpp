@@ -8,6 +8,7 @@
 // Run: ctest --test-dir build -R 'Rounding|Contract|NoiseBars'
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -141,6 +142,55 @@ TEST(Contract, F32ContractIsTheIdentityAndOtherBackendsRefuseARoundingOne) {
   s.contract.precision = Precision::bf16;
   EXPECT_THROW(kernels::cpu::recurrent_backend().run(s, c.inputs, Phase::bwd, plain, record),
                InputError);
+}
+
+// cuda-chunk rounds under the deterministic contracts (its kernels take
+// DeviceRounding) and refuses stochastic rounding; cuda-recurrent refuses any
+// contract that rounds. Both refusals come before the GPU is looked for.
+TEST(Contract, CudaChunkTakesDeterministicContractsAndCudaRecurrentNone) {
+  const auto names = kernels::backend_names();
+  if (std::find(names.begin(), names.end(), "cuda-chunk") == names.end())
+    GTEST_SKIP() << "built without the CUDA backends";
+  const Case c = make_case(Op::gdn2, DType::F32, 40, 16);
+  KernelShape s = c.shape;
+  s.chunk = 16;
+  s.contract.precision = Precision::bf16;
+  Buffers out = kernels::allocate_outputs(s, Phase::bwd, 0.0f);
+  kernels::ExecutionRecord record;
+  auto contains = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  auto message = [&](const char* backend) {
+    try {
+      kernels::find_backend(backend).run(s, c.inputs, Phase::bwd, out, record);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("ran");
+  };
+  EXPECT_PRED2(contains, message("cuda-recurrent"), "runs f32 arithmetic only");
+  s.contract.rounding = Rounding::stochastic;
+  EXPECT_PRED2(contains, message("cuda-chunk"), "stochastic rounding is emulated by cpu-chunk");
+  s.contract.rounding = Rounding::nearest_even;
+  if (!kernels::gpu_available()) {
+    EXPECT_PRED2(contains, message("cuda-chunk"), "needs a CUDA GPU");
+    return;
+  }
+  // on a GPU: the contract is taken, and the run is the class's (every output
+  // a bf16 value, within the class's noise of cpu-chunk under the same contract)
+  ASSERT_EQ(message("cuda-chunk"), "ran");
+  Buffers twin = kernels::allocate_outputs(s, Phase::bwd, 0.0f);
+  kernels::cpu::chunk_backend().run(s, c.inputs, Phase::bwd, twin, record);
+  for (const auto& [name, values] : out) {
+    double diff = 0.0, amax = 0.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float x = values[i];
+      EXPECT_EQ(x, kernels::round_float(x, Precision::bf16, Rounding::toward_zero, 0)) << name;
+      diff = std::max(diff, std::abs(double(x) - twin.at(name)[i]));
+      amax = std::max(amax, std::abs(double(twin.at(name)[i])));
+    }
+    EXPECT_LT(diff, 0.05 * amax) << name;
+  }
 }
 
 TEST(NoiseBars, Bf16ScalingOneTermBy1PercentIsRedAndNamesTheTerm) {
