@@ -184,14 +184,27 @@ __device__ inline float read_input(const void* input, std::size_t n) {
 }
 
 // The precision contract's rounding points (DeviceRounding), as cpu-chunk's
-// operand() and intermediate(): operand(p, x) where a matrix product reads x,
-// intermediate(p, x) where a stage stores x for a later one to read. Under f32
-// (no bits dropped) each is x itself, bit for bit.
+// operand() and intermediate(): operand<R>(p, x) where a matrix product reads
+// x, intermediate<R>(p, x) where a stage stores x for a later one to read. The
+// kernels are templates on R: Exact (f32) compiles every point away, so the f32
+// kernels are the code they were without contracts (a run-time test in the
+// inner loops cost the f32 path 2.4x on the H200: reports/gpu/41c4c72);
+// Contract rounds as p.rounding says.
+struct Exact {
+  static constexpr bool kRounds = false;
+};
+struct Contract {
+  static constexpr bool kRounds = true;
+};
+template <class R>
 __device__ inline float operand(const DeviceProblem& p, float x) {
-  return round_dropping(x, p.rounding.operand_bits, p.rounding.rule);
+  if constexpr (R::kRounds) return round_dropping(x, p.rounding.operand_bits, p.rounding.rule);
+  return x;
 }
+template <class R>
 __device__ inline float intermediate(const DeviceProblem& p, float x) {
-  return round_dropping(x, p.rounding.intermediate_bits, p.rounding.rule);
+  if constexpr (R::kRounds) return round_dropping(x, p.rounding.intermediate_bits, p.rounding.rule);
+  return x;
 }
 
 // Four consecutive floats, one 16-byte load or store (`at` 16-byte aligned).
@@ -252,7 +265,7 @@ __device__ inline void for_quads(int quads, int lanes, Body body) {
 // S0. Block: one chunk of one (b, h). Shared: G, keys (C x K at an odd stride);
 // A (C x C), TinvT (C x C at quad_stride). Writes whole slabs: rows past L and
 // the padding past K as zeros.
-template <class In>
+template <class In, class R>
 __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     chunk_intra_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K);
@@ -326,11 +339,11 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
         for (int s = 0; s < 4; ++s) {
           const int r = r0 + s;
           if (i > r || r >= L) continue;
-          const float decayed_key = operand(p, key_i * expf(G[r * Ks + k] - G_i));
-          m[s] += operand(p, read_input<In>(p.q, rows[s] + k)) * decayed_key;
+          const float decayed_key = operand<R>(p, key_i * expf(G[r * Ks + k] - G_i));
+          m[s] += operand<R>(p, read_input<In>(p.q, rows[s] + k)) * decayed_key;
           const float erase =
               DP_FAULT(p.faults, b_dropped_from_a) ? 1.0f : read_input<In>(p.b, rows[s] + k);
-          a[s] += operand(p, erase * keys[r * Ks + k]) * decayed_key;
+          a[s] += operand<R>(p, erase * keys[r * Ks + k]) * decayed_key;
         }
       }
     }
@@ -405,13 +418,13 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     const int last = min(r0 + 3, L - 1);
     for (int i = 0; i <= last; ++i) {
       const std::size_t ij = row(V, i) + j;
-      const float x = operand(p, read_input<In>(p.w, ij) * read_input<In>(p.v, ij));
+      const float x = operand<R>(p, read_input<In>(p.w, ij) * read_input<In>(p.v, ij));
       const Quad tinv = load_quad(TinvT + i * Cs + r0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) ut[s] += operand(p, tinv.v[s]) * x;
+      for (int s = 0; s < 4; ++s) ut[s] += operand<R>(p, tinv.v[s]) * x;
     }
 #pragma unroll
-    for (int s = 0; s < 4; ++s) ut[s] = intermediate(p, ut[s]);
+    for (int s = 0; s < 4; ++s) ut[s] = intermediate<R>(p, ut[s]);
     store_quad(UtT + j * C + r0, ut);
   });
   // Wt = Tinv Y. Item: channel k (threads), rows r0..r0+3 (TinvT quads).
@@ -420,13 +433,13 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     const int last = min(r0 + 3, L - 1);
     if (k < K)
       for (int i = 0; i <= last; ++i) {
-        const float y = operand(p, keys[i * Ks + k]);
+        const float y = operand<R>(p, keys[i * Ks + k]);
         const Quad tinv = load_quad(TinvT + i * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) wt[s] += operand(p, tinv.v[s]) * y;
+        for (int s = 0; s < 4; ++s) wt[s] += operand<R>(p, tinv.v[s]) * y;
       }
 #pragma unroll
-    for (int s = 0; s < 4; ++s) wt[s] = intermediate(p, wt[s]);
+    for (int s = 0; s < 4; ++s) wt[s] = intermediate<R>(p, wt[s]);
     if (backward)
 #pragma unroll
       for (int s = 0; s < 4; ++s) Wt[(r0 + s) * K4 + k] = wt[s];
@@ -439,6 +452,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
 // [v0, v0 + cols) of one (b, h). Shared: S (K x v_tile at an odd stride),
 // U and Qg S0 (C x v_tile). v_tile is V (one tile) under state_transposed
 // with K == V: a transposed state mixes columns.
+template <class R>
 __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     chunk_inter_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks,
                        int v_tile) {
@@ -518,19 +532,19 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
 #pragma unroll 8
         for (int k = 0; k < K; ++k) {
           // the state a product reads is the stored one; the carried S stays f32
-          const float s0 = operand(p, intermediate(p, S[k * Ss + j]));
+          const float s0 = operand<R>(p, intermediate<R>(p, S[k * Ss + j]));
           const Quad wt = load_quad(WtT + k * C + r0), qg = load_quad(QgT + k * C + r0);
 #pragma unroll
           for (int s = 0; s < 4; ++s) {
-            wt_s0[s] += operand(p, wt.v[s]) * s0;
-            qg_s0[s] += operand(p, qg.v[s]) * s0;
+            wt_s0[s] += operand<R>(p, wt.v[s]) * s0;
+            qg_s0[s] += operand<R>(p, qg.v[s]) * s0;
           }
         }
       const Quad ut = load_quad(UtT + (v0 + j) * C + r0);
       float u[4];
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        u[s] = intermediate(p, ut.v[s] - wt_s0[s]);
+        u[s] = intermediate<R>(p, ut.v[s] - wt_s0[s]);
         U[(r0 + s) * v_tile + j] = u[s];
         Qg_S0[(r0 + s) * v_tile + j] = qg_s0[s];
       }
@@ -547,10 +561,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float m_u[4] = {};
 #pragma unroll 8
       for (int i = 0; i <= last; ++i) {
-        const float u = operand(p, U[i * v_tile + j]);
+        const float u = operand<R>(p, U[i * v_tile + j]);
         const Quad m = load_quad(MT + i * C + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) m_u[s] += operand(p, m.v[s]) * u;
+        for (int s = 0; s < 4; ++s) m_u[s] += operand<R>(p, m.v[s]) * u;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -567,10 +581,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float kdec_u[4] = {};
 #pragma unroll 8
       for (int i = 0; i < L; ++i) {
-        const float u = operand(p, U[i * v_tile + j]);
+        const float u = operand<R>(p, U[i * v_tile + j]);
         const Quad kdec = load_quad(Kdec + i * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) kdec_u[s] += operand(p, kdec.v[s]) * u;
+        for (int s = 0; s < 4; ++s) kdec_u[s] += operand<R>(p, kdec.v[s]) * u;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -592,6 +606,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
 // bwd.bk2 and the glue: the reverse recurrence for dS over chunks, for the
 // state columns [v0, v0 + cols) of one (b, h). Shared: dS (K x v_tile at an odd
 // stride), holding dS_end of the chunk and then its dS0; dU (C x v_tile).
+template <class R>
 __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPerSM)
     bk2_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks, int v_tile) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
@@ -649,23 +664,23 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float through_output[4] = {}, through_state[4] = {};
 #pragma unroll 8
       for (int r = i0; r < L; ++r) {
-        const float d_o = operand(p, dO(r, j));
+        const float d_o = operand<R>(p, dO(r, j));
         const Quad m = load_quad(M + r * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) through_output[s] += operand(p, m.v[s]) * d_o;
+        for (int s = 0; s < 4; ++s) through_output[s] += operand<R>(p, m.v[s]) * d_o;
       }
 #pragma unroll 8
       for (int k = 0; k < K; ++k) {
-        const float ds = operand(p, intermediate(p, dS[k * Ss + j]));
+        const float ds = operand<R>(p, intermediate<R>(p, dS[k * Ss + j]));
         const Quad kdec = load_quad(KdecT + k * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) through_state[s] += operand(p, kdec.v[s]) * ds;
+        for (int s = 0; s < 4; ++s) through_state[s] += operand<R>(p, kdec.v[s]) * ds;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s)
         if (i0 + s < L)
           dU[(i0 + s) * v_tile + j] =
-              intermediate(p, p.scale * through_output[s] + through_state[s]);
+              intermediate<R>(p, p.scale * through_output[s] + through_state[s]);
     });
     // every thread reads all of dU's column below (and overwrites dS, which dU
     // read): the barrier the missing-barrier-bk2 build leaves out (a sync fault
@@ -682,17 +697,17 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       float wt_du[4] = {}, qg_do[4] = {};
 #pragma unroll 8
       for (int i = L - 1; i >= 0; --i) {
-        const float du = operand(p, dU[i * v_tile + j]);
+        const float du = operand<R>(p, dU[i * v_tile + j]);
         const Quad wt = load_quad(Wt + i * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) wt_du[s] += operand(p, wt.v[s]) * du;
+        for (int s = 0; s < 4; ++s) wt_du[s] += operand<R>(p, wt.v[s]) * du;
       }
 #pragma unroll 8
       for (int r = 0; r < L; ++r) {
-        const float d_o = operand(p, dO(r, j));
+        const float d_o = operand<R>(p, dO(r, j));
         const Quad qg = load_quad(Qg + r * K4 + k0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) qg_do[s] += operand(p, qg.v[s]) * d_o;
+        for (int s = 0; s < 4; ++s) qg_do[s] += operand<R>(p, qg.v[s]) * d_o;
       }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -722,7 +737,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
 // bk1_chunk_adjoint in kernels/cpu/chunk.cpp. Shared: dO^T, dX^T, dY^T
 // (C columns at quad_stride); dM, dA (C x C); dQg, then dG, and dKdec (C x K);
 // d_decay_end (K). Writes dq dk dv dg db dw.
-template <class In>
+template <class In, class R>
 __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     bk1_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
@@ -791,10 +806,10 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     float dx[4] = {};
 #pragma unroll 8
     for (int r = i0; r < L; ++r) {
-      const float du = operand(p, dU(r, j));
+      const float du = operand<R>(p, dU(r, j));
       const Quad tinv = load_quad(Tinv + r * C + i0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) dx[s] += operand(p, tinv.v[s]) * du;
+      for (int s = 0; s < 4; ++s) dx[s] += operand<R>(p, tinv.v[s]) * du;
     }
     store_quad(dXT + j * Cs + i0, dx);
 #pragma unroll
@@ -813,10 +828,10 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (i0 < L)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float ds = operand(p, intermediate(p, dS_endT[j * K4 + k]));
+        const float ds = operand<R>(p, intermediate<R>(p, dS_endT[j * K4 + k]));
         const Quad u = load_quad(UT + j * C + i0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dkdec[s] += operand(p, u.v[s]) * ds;
+        for (int s = 0; s < 4; ++s) dkdec[s] += operand<R>(p, u.v[s]) * ds;
       }
 #pragma unroll
     for (int s = 0; s < 4; ++s) dKdec[(i0 + s) * K + k] = dkdec[s];
@@ -836,16 +851,16 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L && i <= r0 + 3)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float u = operand(p, UT[j * C + i]);
+        const float u = operand<R>(p, UT[j * C + i]);
         const Quad d_o = load_quad(dOT + j * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dm[s] += operand(p, d_o.v[s]) * u;
+        for (int s = 0; s < 4; ++s) dm[s] += operand<R>(p, d_o.v[s]) * u;
       }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       // the pairwise adjoints below read dM (and dA) as product operands
       const int r = r0 + s;
-      dM[r * C + i] = i <= r && r < L ? operand(p, dm[s] * p.scale) : 0.0f;
+      dM[r * C + i] = i <= r && r < L ? operand<R>(p, dm[s] * p.scale) : 0.0f;
     }
   });
   // Qg = Q*E, O = scale [Qg S0 + ...]:  dQg = scale dO S0^T.
@@ -856,12 +871,12 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L)
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float s0 = operand(p, intermediate(p, S0T[j * K4 + k]));
+        const float s0 = operand<R>(p, intermediate<R>(p, S0T[j * K4 + k]));
         const Quad d_o = load_quad(dOT + j * Cs + r0), dx = load_quad(dXT + j * Cs + r0);
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          dqg[s] += operand(p, d_o.v[s]) * s0;
-          dx_s0[s] += operand(p, dx.v[s]) * s0;
+          dqg[s] += operand<R>(p, d_o.v[s]) * s0;
+          dx_s0[s] += operand<R>(p, dx.v[s]) * s0;
         }
       }
     float dy[4];
@@ -881,23 +896,23 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     if (r0 < L && i < r0 + 3) {
 #pragma unroll 8
       for (int j = 0; j < V; ++j) {
-        const float ut = operand(p, UtT[j * C + i]);
+        const float ut = operand<R>(p, UtT[j * C + i]);
         const Quad dx = load_quad(dXT + j * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dx_ut[s] += operand(p, dx.v[s]) * ut;
+        for (int s = 0; s < 4; ++s) dx_ut[s] += operand<R>(p, dx.v[s]) * ut;
       }
 #pragma unroll 8
       for (int k = 0; k < K; ++k) {
-        const float wt = operand(p, WtT[k * C + i]);
+        const float wt = operand<R>(p, WtT[k * C + i]);
         const Quad dy = load_quad(dYT + k * Cs + r0);
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dy_wt[s] += operand(p, dy.v[s]) * wt;
+        for (int s = 0; s < 4; ++s) dy_wt[s] += operand<R>(p, dy.v[s]) * wt;
       }
     }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int r = r0 + s;
-      dA[r * C + i] = i < r && r < L ? operand(p, -(dx_ut[s] + dy_wt[s])) : 0.0f;
+      dA[r * C + i] = i < r && r < L ? operand<R>(p, -(dx_ut[s] + dy_wt[s])) : 0.0f;
     }
   });
   __syncthreads();
@@ -1076,7 +1091,7 @@ void allow_shared(Kernel kernel, int floats, const char* name, const DeviceProbl
              name, p);
 }
 
-template <class In>
+template <class In, class R>
 void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   using Config = ChunkConfig;
   const int C = p.chunk, K = p.K, V = p.V;
@@ -1091,21 +1106,22 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   constexpr int kMaxC = Config::kMaxChunk, kMaxD = Config::kMaxDim;
 
   // fwd.intra
-  allow_shared(chunk_intra_kernel<In>, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel", p);
+  allow_shared(chunk_intra_kernel<In, R>, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel",
+               p);
   const std::size_t intra_bytes = intra_shared_floats(C, K) * sizeof(float);
-  chunk_intra_kernel<In><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
+  chunk_intra_kernel<In, R><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
   CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
   log.note("fwd.intra", "chunk_intra_kernel");
 
   // fwd.inter: a transposed state (the fault) mixes columns, so one tile of all of V
   const bool whole_state = DP_FAULT(p.faults, state_transposed) && K == V;
   const int inter_tile = whole_state ? V : std::min(Config::kVTile, V);
-  allow_shared(chunk_inter_kernel, inter_shared_floats(kMaxC, kMaxD, kMaxD), "chunk_inter_kernel",
-               p);
+  allow_shared(chunk_inter_kernel<R>, inter_shared_floats(kMaxC, kMaxD, kMaxD),
+               "chunk_inter_kernel", p);
   const dim3 inter_grid((V + inter_tile - 1) / inter_tile, heads);
-  chunk_inter_kernel<<<inter_grid, Config::kThreads,
-                       inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
-      p, scratch, num_chunks, inter_tile);
+  chunk_inter_kernel<R>
+      <<<inter_grid, Config::kThreads, inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
+          p, scratch, num_chunks, inter_tile);
   CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
   log.note("fwd.inter", "chunk_inter_kernel");
   if (!backward) return;
@@ -1123,20 +1139,28 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
 
   // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
   const int bk2_tile = std::min(Config::kVTile, V);
-  allow_shared(bk2_kernel, bk2_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
+  allow_shared(bk2_kernel<R>, bk2_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
   const dim3 bk2_grid((V + bk2_tile - 1) / bk2_tile, heads);
-  bk2_kernel<<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
+  bk2_kernel<R><<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
       p, scratch, num_chunks, bk2_tile);
   CUDA_CHECK_LAUNCH("bk2_kernel", p);
   log.note("bwd.bk2", "bk2_kernel");
   log.note("bwd.glue", "bk2_kernel");
 
   // bwd.bk1
-  allow_shared(bk1_kernel<In>, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
-  bk1_kernel<In><<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(
-      p, scratch, num_chunks);
+  allow_shared(bk1_kernel<In, R>, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
+  bk1_kernel<In, R>
+      <<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(p, scratch,
+                                                                                        num_chunks);
   CUDA_CHECK_LAUNCH("bk1_kernel", p);
   log.note("bwd.bk1", "bk1_kernel");
+}
+
+template <class In>
+void run_chunk_rounding(const DeviceProblem& p, bool backward, LaunchLog& log) {
+  const bool rounds = p.rounding.operand_bits != 0 || p.rounding.intermediate_bits != 0;
+  if (rounds) return run_chunk_as<In, Contract>(p, backward, log);
+  return run_chunk_as<In, Exact>(p, backward, log);
 }
 
 }  // namespace
@@ -1145,9 +1169,9 @@ void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log) {
   check_supported(p, backward);
   switch (p.input) {
     case InputType::f32:
-      return run_chunk_as<float>(p, backward, log);
+      return run_chunk_rounding<float>(p, backward, log);
     case InputType::bf16:
-      return run_chunk_as<__nv_bfloat16>(p, backward, log);
+      return run_chunk_rounding<__nv_bfloat16>(p, backward, log);
   }
   throw std::runtime_error("cuda-chunk: unknown input type (" + describe(p) + ")");
 }
