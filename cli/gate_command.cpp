@@ -14,6 +14,7 @@
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
 #include "kernels/faults.hpp"
+#include "oracle/coverage.hpp"
 
 namespace deltaproof::cli {
 namespace fs = std::filesystem;
@@ -59,6 +60,10 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
                    "candidate holds any gradient, else fwd, said so in the verdict)")
       ->check(CLI::IsMember({"fwd", "bwd"}));
   a.check->add_option("--report", a.report, "write the JSON report to FILE");
+
+  a.coverage = gate->add_subcommand(
+      "coverage", "The declared coverage matrix and the canonical fixtures filling each cell");
+  a.coverage->add_flag("--markdown", a.markdown, "the summary tables README.md shows");
 }
 
 fs::path fixtures_folder(const std::string& given) {
@@ -129,6 +134,19 @@ void write_report(const std::string& path, const std::vector<gates::GateResult>&
 
 int run_gate_command(const GateArguments& a, const std::string& command_line,
                      const std::string& self_exe) {
+  if (a.coverage->parsed()) {
+    const oracle::Coverage c = oracle::coverage_of(oracle::canonical_fixtures());
+    if (a.markdown) {
+      fmt::print("{}", c.markdown());
+    } else {
+      for (const auto& row : c.rows)
+        fmt::print("{:<44} {:>3}  {}\n", row.cell.name(), row.fixtures.size(),
+                   row.fixtures.empty() ? std::string("EMPTY") : row.fixtures.front());
+      fmt::print("{} cells declared, {} empty (oracle/coverage.hpp)\n", c.rows.size(),
+                 c.empty().size());
+    }
+    return c.empty().empty() ? 0 : 1;
+  }
   if (a.list->parsed()) {
     const auto all = gates::all_gates(fixtures_folder(a.fixtures_dir));
     const auto chosen = a.patterns.empty() ? all : gates::select_gates(all, a.patterns);

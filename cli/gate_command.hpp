@@ -1,4 +1,4 @@
-// cli/gate_command.hpp — `deltaproof gate list|run|check`.
+// cli/gate_command.hpp — `deltaproof gate list|run|check|coverage`.
 #pragma once
 
 #include <filesystem>
@@ -22,6 +22,8 @@ struct GateArguments {
   CLI::App* list = nullptr;
   CLI::App* run = nullptr;
   CLI::App* check = nullptr;
+  CLI::App* coverage = nullptr;
+  bool markdown = false;
 };
 
 void add_gate_command(CLI::App& app, GateArguments& args);

@@ -18,6 +18,7 @@
 #include "core/files.hpp"
 #include "core/parallel.hpp"
 #include "core/sha256.hpp"
+#include "oracle/coverage.hpp"
 #include "oracle/fixture.hpp"
 
 namespace deltaproof::cli {
@@ -64,6 +65,9 @@ FixtureSpec spec_from(const GenArguments& a) {
   if (a.dtype != "f32" && a.dtype != "bf16")
     throw InputError(fmt::format("unknown dtype '{}'; pass --dtype f32 or --dtype bf16.", a.dtype));
   s.dtype = a.dtype == "bf16" ? DType::BF16 : DType::F32;
+  if (a.h0 != "drawn" && a.h0 != "zero")
+    throw InputError(fmt::format("unknown --h0 '{}'; pass --h0 drawn or --h0 zero.", a.h0));
+  s.zero_h0 = a.h0 == "zero";
   s.B = a.B;
   s.T = a.T;
   s.H = a.H;
@@ -170,6 +174,7 @@ nlohmann::json spec_json(const FixtureSpec& s) {
           {"regime", regime_name(s.regime)},
           {"dtype", s.dtype == DType::BF16 ? "bf16" : "f32"},
           {"seed", s.seed},
+          {"h0", s.h0_is_zero() ? "zero" : "drawn"},
           {"scale", s.scale()}};
 }
 
@@ -305,6 +310,10 @@ int run_all(const GenArguments& args) {
       cells.push_back(fmt::format("{} {}{}", path, files.size(), files.size() < 3 ? "!" : ""));
     fmt::print("  {:<5} {}\n", op, fmt::join(cells, ", "));
   }
+  const oracle::Coverage matrix = oracle::coverage_of(oracle::canonical_fixtures());
+  manifest["coverage"] = matrix.to_json();
+  fmt::print("coverage matrix: {} cells declared, {} empty (gate coverage)\n", matrix.rows.size(),
+             matrix.empty().size());
   if (all_passed) write_text_atomically(dir / "manifest.json", manifest.dump(2) + "\n");
   return all_passed ? 0 : 1;
 }
@@ -435,6 +444,8 @@ void add_gen_command(CLI::App& app, GenArguments& a) {
   gen->add_option("--dtype", a.dtype, "kernel input dtype the inputs are rounded to: f32 or bf16")
       ->capture_default_str();
   gen->add_option("--seed", a.seed, "RNG seed")->capture_default_str();
+  gen->add_option("--h0", a.h0, "the initial state: drawn (normal) or zero (edge: always zero)")
+      ->capture_default_str();
   gen->add_option("--out", a.out, "output file (or folder with --all)");
   gen->add_option("--report", a.report, "also write a JSON report of the self-checks");
   gen->add_option("--threads", a.threads, "threads (0 = all cores)")->capture_default_str();

@@ -14,6 +14,7 @@ struct GenArguments {
   int B = 1, T = 0, H = 2, K = 8, V = 8, chunk = 16;
   std::string regime = "default";
   std::string dtype = "f32";
+  std::string h0 = "drawn";
   std::uint64_t seed = 0;
   std::string out;
   std::string report;

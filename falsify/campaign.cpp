@@ -58,7 +58,7 @@ class PoisonedBackend : public kernels::Backend {
 bool selector_matches(const Selector& s, const GateOutcome& g) {
   return gates::glob_match(s.gates, g.name) &&
          (s.except.empty() || !gates::glob_match(s.except, g.name)) &&
-         fixture_class_matches(s.fixtures, g.T, g.chunk);
+         fixture_class_matches(s.fixtures, g.fixture);
 }
 
 json read_json_file(const fs::path& path) {
@@ -80,8 +80,14 @@ std::vector<GateOutcome> gate_outcomes(const json& report) {
     o.name = g.value("name", "");
     o.kind = g.value("kind", "");
     o.phase = g.value("phase", "");
-    o.T = spec_int(g, "T");
-    o.chunk = spec_int(g, "chunk");
+    o.fixture.T = spec_int(g, "T");
+    o.fixture.chunk = spec_int(g, "chunk");
+    o.fixture.K = spec_int(g, "K");
+    o.fixture.V = spec_int(g, "V");
+    const json spec = g.contains("fixture") && g["fixture"].is_object()
+                          ? g["fixture"].value("spec", json::object())
+                          : json::object();
+    o.fixture.zero_h0 = spec.value("h0", "") == "zero" || spec.value("regime", "") == "edge";
     o.red = g.value("verdict", "") == "fail";
     o.skipped = g.value("verdict", "") == "skipped";
     const auto reasons = g.value("reasons", json::array());

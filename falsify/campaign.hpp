@@ -32,7 +32,7 @@ namespace deltaproof::falsify {
 // A gate's verdict as a campaign sees it (from a gate-run report).
 struct GateOutcome {
   std::string name, kind, phase;
-  int T = 0, chunk = 0;  // the fixture's
+  FixtureTraits fixture;  // the fixture's shape, for the catalog's fixture classes
   bool red = false;
   bool skipped = false;
   std::vector<std::string> red_terms;  // fail, missing or unresolvable terms

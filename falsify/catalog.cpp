@@ -1,10 +1,12 @@
 // falsify/catalog.cpp — see catalog.hpp.
 #include "falsify/catalog.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 
@@ -15,8 +17,6 @@ using nlohmann::json;
 namespace {
 
 const std::set<std::string> kClasses = {"kernel", "oracle", "instrument"};
-const std::set<std::string> kFixtureClasses = {"any", "one-chunk", "multi-chunk", "partial-chunk",
-                                               "whole-chunks"};
 const std::set<std::string> kTools = {"racecheck", "initcheck", "memcheck", "synccheck"};
 
 // Reads fields of one JSON object, naming the file and the place on any error.
@@ -70,11 +70,11 @@ std::vector<Selector> read_selectors(const Reader& fault, const char* key) {
     s.gates = r.text("gates", false, "*");
     s.except = r.text("except", false);
     s.fixtures = r.text("fixtures", false, "any");
-    if (!kFixtureClasses.count(s.fixtures))
-      r.fail(
-          fmt::format("fixtures '{}' is unknown; use any, one-chunk, multi-chunk, partial-chunk or "
-                      "whole-chunks",
-                      s.fixtures));
+    try {
+      fixture_class_matches(s.fixtures, FixtureTraits{});
+    } catch (const InputError& e) {
+      r.fail(e.what());
+    }
     s.terms = r.texts("terms");
     out.push_back(s);
   }
@@ -102,12 +102,50 @@ std::string_view mechanism_name(Mechanism mechanism) {
   return "?";
 }
 
-bool fixture_class_matches(const std::string& fixtures, int T, int chunk) {
-  if (fixtures == "one-chunk") return T <= chunk;
-  if (fixtures == "multi-chunk") return T > chunk;
-  if (fixtures == "partial-chunk") return T % chunk != 0;
-  if (fixtures == "whole-chunks") return T % chunk == 0;
-  return true;
+const std::vector<std::string>& fixture_classes() {
+  static const std::vector<std::string> classes = {
+      "any",          "one-chunk",        "multi-chunk", "partial-chunk",
+      "whole-chunks", "two-whole-chunks", "two-rows",    "square-state",
+      "nonzero-h0",   "state-in"};
+  return classes;
+}
+
+bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& f) {
+  std::size_t from = 0;
+  bool all = true;
+  while (from <= fixtures.size()) {
+    const std::size_t plus = std::min(fixtures.find('+', from), fixtures.size());
+    const std::string c = fixtures.substr(from, plus - from);
+    from = plus + 1;
+    const bool multi = f.T > f.chunk;
+    bool holds = true;
+    if (c == "any")
+      holds = true;
+    else if (c == "one-chunk")
+      holds = !multi;
+    else if (c == "multi-chunk")
+      holds = multi;
+    else if (c == "partial-chunk")
+      holds = f.chunk > 0 && f.T % f.chunk != 0;
+    else if (c == "whole-chunks")
+      holds = f.chunk > 0 && f.T % f.chunk == 0;
+    else if (c == "two-whole-chunks")
+      holds = f.T >= 2 * f.chunk;
+    else if (c == "two-rows")
+      holds = f.T >= 2;
+    else if (c == "square-state")
+      holds = f.K == f.V;
+    else if (c == "nonzero-h0")
+      holds = !f.zero_h0;
+    else if (c == "state-in")
+      holds = !f.zero_h0 || multi;
+    else
+      throw InputError(
+          fmt::format("fixtures '{}' is unknown: no class '{}'; use {} (joined by '+')", fixtures,
+                      c, fmt::join(fixture_classes(), ", ")));
+    all = all && holds;
+  }
+  return all;
 }
 
 const Injection* CatalogFault::injection_for(const std::string& backend) const {

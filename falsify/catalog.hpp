@@ -17,7 +17,7 @@ namespace deltaproof::falsify {
 struct Selector {
   std::string gates = "*";         // a glob over the gate name
   std::string except;              // a glob of gates it leaves out (empty: none)
-  std::string fixtures = "any";    // any, one-chunk, multi-chunk, partial-chunk, whole-chunks
+  std::string fixtures = "any";    // fixture classes joined by '+', all must hold (below)
   std::vector<std::string> terms;  // red: the terms allowed red (empty: any)
   nlohmann::json to_json() const;
 };
@@ -70,7 +70,19 @@ Catalog load_catalog(const std::filesystem::path& path);
 
 std::string_view mechanism_name(Mechanism mechanism);
 
-// The fixture classes of a selector, from a fixture's T and chunk.
-bool fixture_class_matches(const std::string& fixtures, int T, int chunk);
+// What a selector's fixture classes read of a gate's fixture.
+struct FixtureTraits {
+  int T = 0, chunk = 0, K = 0, V = 0;
+  bool zero_h0 = false;  // h0 = 0: the edge regime's, or gen --h0 zero
+};
+// The fixture classes: any; one-chunk (T <= chunk), multi-chunk; partial-chunk
+// (T % chunk != 0), whole-chunks; two-whole-chunks (T >= 2 chunk: a chunk
+// follows a whole one of its size); two-rows (T >= 2: a pair i < r exists);
+// square-state (K == V); nonzero-h0; state-in (some chunk starts from a
+// non-zero state: nonzero-h0 or multi-chunk).
+const std::vector<std::string>& fixture_classes();
+// Whether `fixtures` ("any", one class, or classes joined by '+', all of
+// which must hold) holds for a fixture; throws InputError on an unknown class.
+bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& fixture);
 
 }  // namespace deltaproof::falsify

@@ -88,7 +88,7 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
   }
   nlohmann::json spec = nlohmann::json::object();
   for (const char* key :
-       {"op", "B", "T", "H", "K", "V", "chunk", "regime", "dtype", "seed", "status"})
+       {"op", "B", "T", "H", "K", "V", "chunk", "regime", "dtype", "seed", "h0", "status"})
     if (auto it = f.file.metadata.find(key); it != f.file.metadata.end()) spec[key] = it->second;
   f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
   return f;

@@ -52,9 +52,9 @@ std::size_t differing_bytes(const SafetensorsFile& a, const SafetensorsFile& b) 
 std::string canonical_command(const FixtureSpec& s, const std::string& file_name) {
   return fmt::format(
       "deltaproof gen --op {} --B {} --T {} --H {} --K {} --V {} --chunk {} --regime {} --dtype {} "
-      "--seed {} --out {}",
+      "--seed {}{} --out {}",
       op_name(s.op), s.B, s.T, s.H, s.K, s.V, s.chunk, regime_name(s.regime),
-      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed, file_name);
+      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed, s.zero_h0 ? " --h0 zero" : "", file_name);
 }
 
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
@@ -104,6 +104,7 @@ GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions
   m["regime"] = regime_name(spec.regime);
   m["dtype"] = spec.dtype == DType::BF16 ? "bf16" : "f32";
   m["seed"] = std::to_string(spec.seed);
+  if (spec.zero_h0) m["h0"] = "zero";  // absent: drawn (the files made before the option)
   m["inputs"] = join(names_of(input_layouts(spec)));
   m["cotangents"] = join(names_of(cotangent_layouts(spec)));
   m["outputs"] = join(names_of(output_layouts(spec)));
@@ -163,39 +164,110 @@ FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadat
     throw InputError(fmt::format("{}: metadata 'dtype' is '{}', not f32 or bf16.", source, dtype));
   s.dtype = dtype == "bf16" ? DType::BF16 : DType::F32;
   s.seed = static_cast<std::uint64_t>(number("seed"));
+  if (auto it = metadata.find("h0"); it != metadata.end()) {
+    if (it->second != "zero" && it->second != "drawn")
+      throw InputError(
+          fmt::format("{}: metadata 'h0' is '{}', not zero or drawn.", source, it->second));
+    s.zero_h0 = it->second == "zero";
+  }
   return s;
 }
 
 std::vector<CanonicalFixture> canonical_fixtures() {
   std::vector<CanonicalFixture> out;
+  // Name: t<T>-c<chunk>, then -k<K>[v<V>] when the widths are not the chunk's
+  // usual (K=V=64 at chunk 64, K=V=8 below), the regime unless default, -h0zero
+  // when h0 is zero outside the edge regime, -bf16 for bf16 inputs.
+  auto add = [&](Op op, int T, int K, int V, int chunk, Regime regime, DType dtype, bool zero_h0) {
+    FixtureSpec s;
+    s.op = op;
+    s.B = 1;
+    s.H = 2;
+    s.T = T;
+    s.K = K;
+    s.V = V;
+    s.chunk = chunk;
+    s.regime = regime;
+    s.dtype = dtype;
+    s.seed = 0;
+    s.zero_h0 = zero_h0;
+    std::string name = fmt::format("t{}-c{}", T, chunk);
+    const int usual = chunk == 64 ? 64 : 8;
+    if (K != V)
+      name += fmt::format("-k{}v{}", K, V);
+    else if (K != usual)
+      name += fmt::format("-k{}", K);
+    if (regime != Regime::default_) name += "-" + std::string(regime_name(regime));
+    if (zero_h0) name += "-h0zero";
+    if (dtype == DType::BF16) name += "-bf16";
+    out.push_back({std::string(op_name(op)) + "/" + name + ".safetensors", s});
+  };
+  const DType f32 = DType::F32;
   for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
-    const std::string folder(op_name(op));
-    auto add = [&](int T, int K, int chunk, Regime regime, DType dtype) {
-      FixtureSpec s;
-      s.op = op;
-      s.B = 1;
-      s.H = 2;
-      s.T = T;
-      s.K = K;
-      s.V = K;
-      s.chunk = chunk;
-      s.regime = regime;
-      s.dtype = dtype;
-      s.seed = 0;
-      std::string name = fmt::format("t{}-c{}", T, chunk);
-      if (regime != Regime::default_) name += "-" + std::string(regime_name(regime));
-      if (dtype == DType::BF16) name += "-bf16";
-      out.push_back({folder + "/" + name + ".safetensors", s});
-    };
-    for (int T : {16, 32, 40, 256}) add(T, 8, 16, Regime::default_, DType::F32);
-    for (int T : {64, 192, 200}) add(T, 64, 64, Regime::default_, DType::F32);
+    for (int T : {16, 32, 40, 256}) add(op, T, 8, 8, 16, Regime::default_, f32, false);
+    for (int T : {64, 192, 200}) add(op, T, 64, 64, 64, Regime::default_, f32, false);
     for (Regime regime : {Regime::mild, Regime::stress, Regime::edge})
-      add(32, 8, 16, regime, DType::F32);
-    add(32, 8, 16, Regime::default_, DType::BF16);
+      add(op, 32, 8, 8, 16, regime, f32, false);
+    add(op, 32, 8, 8, 16, Regime::default_, DType::BF16, false);
     // long memory, so dht -> dh0 survives decay (issue 10): one chunk, and
     // three with a partial tail; with t32-c16-mild, three fixtures carry it
-    for (int T : {16, 40}) add(T, 8, 16, Regime::mild, DType::F32);
+    for (int T : {16, 40}) add(op, T, 8, 8, 16, Regime::mild, f32, false);
   }
+  // The coverage matrix (oracle/coverage.hpp, issue 11): with the fixtures
+  // above, these fill every declared cell — each triple regime x tail x chunk
+  // (chosen first, with the op taking turns and more than one chunk where a
+  // tail can follow a carried state), then the pairs still empty (K=V=64 at
+  // one or two rows: the cheapest way to pair the wide kernels with every
+  // regime and chunk). Chosen greedily for the most empty cells per byte.
+  struct Cell {
+    Op op;
+    int T, K, V, chunk;
+    Regime regime;
+    bool zero_h0;
+  };
+  const Regime d = Regime::default_, m = Regime::mild, s = Regime::stress, e = Regime::edge;
+  const Op gdn2 = Op::gdn2, kda = Op::kda, gdn = Op::gdn;
+  const Cell cells[] = {
+      // chunk 16
+      {gdn, 28, 8, 16, 16, d, false},
+      {kda, 49, 16, 8, 16, d, true},
+      {gdn2, 12, 8, 16, 16, e, false},
+      {gdn, 17, 64, 64, 16, e, false},
+      {kda, 60, 8, 8, 16, m, false},
+      {gdn2, 17, 8, 8, 16, m, false},
+      {gdn, 60, 8, 16, 16, s, false},
+      {kda, 1, 64, 64, 16, s, false},
+      // chunk 32
+      {gdn, 56, 8, 8, 32, d, false},
+      {kda, 33, 16, 8, 32, d, false},
+      {gdn2, 128, 8, 8, 32, d, false},
+      {gdn, 120, 8, 8, 32, e, false},
+      {gdn2, 33, 8, 8, 32, e, false},
+      {gdn, 96, 16, 8, 32, e, false},
+      {kda, 56, 8, 16, 32, m, false},
+      {gdn2, 1, 64, 64, 32, m, false},
+      {gdn, 96, 8, 8, 32, m, false},
+      {kda, 56, 8, 8, 32, s, false},
+      {gdn2, 33, 8, 8, 32, s, false},
+      {kda, 96, 8, 8, 32, s, false},  // gdn: its scalar g at token 32 (seed 0) kills the carry
+      // chunk 64
+      {kda, 112, 8, 8, 64, d, false},
+      {gdn, 65, 16, 8, 64, d, false},
+      {kda, 112, 8, 8, 64, e, false},
+      {gdn2, 65, 8, 8, 64, e, false},
+      {gdn, 192, 8, 8, 64, e, false},
+      {kda, 112, 8, 8, 64, m, false},
+      {gdn2, 65, 8, 8, 64, m, false},
+      {gdn, 192, 8, 8, 64, m, false},
+      {kda, 112, 8, 8, 64, s, false},
+      {gdn2, 65, 8, 8, 64, s, false},
+      {gdn, 192, 8, 8, 64, s, false},
+      // pairs left empty by the triples
+      {gdn, 17, 8, 8, 16, m, true},  // (at T1, h0 = 0 leaves gdn's dg exactly 0)
+      {gdn, 17, 8, 8, 16, s, true},
+      {gdn, 12, 64, 64, 16, d, true},
+  };
+  for (const Cell& c : cells) add(c.op, c.T, c.K, c.V, c.chunk, c.regime, f32, c.zero_h0);
   return out;
 }
 

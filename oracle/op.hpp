@@ -32,6 +32,10 @@ struct FixtureSpec {
   Regime regime = Regime::default_;
   DType dtype = DType::F32;  // the kernel's input dtype; inputs are rounded to it
   std::uint64_t seed = 0;
+  // The initial state h0 set to zero (`gen --h0 zero`); the edge regime's
+  // h0 is zero whatever this says.
+  bool zero_h0 = false;
+  bool h0_is_zero() const { return zero_h0 || regime == Regime::edge; }
   // scale = K^-1/2 as the nearest double; every precision uses this value.
   double scale() const;
   int num_chunks() const { return (T + chunk - 1) / chunk; }

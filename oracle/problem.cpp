@@ -51,8 +51,8 @@ std::vector<double> draw_tensor(const FixtureSpec& spec, const TensorLayout& lay
     for (auto& x : values) x = draw_gate(rng, spec.regime, decay_range(spec.regime));
   } else if (name == "b" || name == "w" || name == "beta") {
     for (auto& x : values) x = draw_gate(rng, spec.regime, strength_range(spec.regime, name));
-  } else if (name == "h0" && spec.regime == Regime::edge) {
-    // the zero initial state of the edge regime
+  } else if (name == "h0" && spec.h0_is_zero()) {
+    // the zero initial state (the edge regime's, or asked for)
   } else {
     for (auto& x : values) x = rng.normal();
   }

@@ -14,6 +14,7 @@ expect 2 "unknown op 'gdn3'; pass --op gdn2, kda or gdn" -- gen --op gdn3 --T 8 
 expect 2 "unknown regime 'wild'; pass --regime default, mild, stress or edge" -- gen --regime wild --T 8 --out "$work/a.safetensors"
 expect 2 "unknown dtype 'f16'; pass --dtype f32 or --dtype bf16" -- gen --dtype f16 --T 8 --out "$work/a.safetensors"
 expect 2 "--chunk is 12.*16, 32 or 64" -- gen --chunk 12 --T 8 --out "$work/a.safetensors"
+expect 2 "unknown --h0 'one'; pass --h0 drawn or --h0 zero" -- gen --h0 one --T 8 --out "$work/a.safetensors"
 expect 2 "the folder .*/missing does not exist; create it or choose another --out" -- gen "${small[@]}" --out "$work/missing/a.safetensors"
 expect 2 "needs --out" -- gen "${small[@]}"
 expect 2 "Run 'deltaproof --help'" -- gen --T banana --out "$work/a.safetensors"
@@ -25,6 +26,10 @@ expect 0 "determinism .* pass" -- gen --op kda "${small[@]}" --out "$work/good.s
 grep -q '"status": "checked"' "$work/good.json" || fail "report lacks status checked"
 expect 2 "good.safetensors exists; pass --overwrite" -- gen --op kda "${small[@]}" --out "$work/good.safetensors"
 expect 0 "pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --overwrite
+# --h0 zero: the initial state is zero, said in the metadata and in the command that remakes it
+expect 0 "pass" -- gen --op gdn "${small[@]}" --h0 zero --out "$work/h0zero.safetensors" --report "$work/h0zero.json"
+grep -q '"h0": "zero"' "$work/h0zero.json" || fail "the report's spec lacks h0 zero"
+grep -q -- '--h0 zero' "$work/h0zero.safetensors" || fail "the fixture's command lacks --h0 zero"
 
 # an unwritable folder (skipped as root, who can write anywhere)
 if [[ $(id -u) -ne 0 ]]; then

@@ -27,8 +27,9 @@ GateOutcome gate(const std::string& name, int T, int chunk, bool red,
   GateOutcome g;
   g.name = name;
   g.kind = "oracle";
-  g.T = T;
-  g.chunk = chunk;
+  g.fixture.T = T;
+  g.fixture.chunk = chunk;
+  g.fixture.K = g.fixture.V = 8;
   g.red = red;
   g.red_terms = std::move(terms);
   g.error = error;
@@ -131,8 +132,8 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
   const auto gates = gate_outcomes(report);
   ASSERT_EQ(gates.size(), 3u);
   EXPECT_TRUE(gates[0].red);
-  EXPECT_EQ(gates[0].T, 40);
-  EXPECT_EQ(gates[0].chunk, 16);
+  EXPECT_EQ(gates[0].fixture.T, 40);
+  EXPECT_EQ(gates[0].fixture.chunk, 16);
   EXPECT_EQ(gates[0].red_terms, (std::vector<std::string>{"dq", "dk"}));
   EXPECT_TRUE(std::isinf(gates[0].error)) << "NaN outputs are an unbounded error";
   EXPECT_EQ(gates[0].worst_term, "dq");

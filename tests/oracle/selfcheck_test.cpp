@@ -115,9 +115,9 @@ TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
     for (double x : values) ASSERT_EQ(x, round_to_bf16(x)) << name;
 }
 
-TEST(Fixture, CanonicalSetHasThirteenFixturesPerOp) {
+TEST(Fixture, CanonicalSetHasThirteenFixturesPerOpAndTheCoverageMatrixOnes) {
   const auto set = canonical_fixtures();
-  EXPECT_EQ(set.size(), 39u);
+  EXPECT_EQ(set.size(), 39u + 34u);  // 13 per op, then 34 for the coverage matrix
   std::set<std::string> names;
   for (const auto& f : set) names.insert(f.file);
   EXPECT_EQ(names.size(), set.size());
@@ -126,6 +126,8 @@ TEST(Fixture, CanonicalSetHasThirteenFixturesPerOp) {
   EXPECT_TRUE(names.count("gdn/t32-c16-edge.safetensors"));
   EXPECT_TRUE(names.count("kda/t16-c16-mild.safetensors"));
   EXPECT_TRUE(names.count("gdn2/t40-c16-mild.safetensors"));
+  EXPECT_TRUE(names.count("kda/t112-c64-k8-stress.safetensors"));
+  EXPECT_TRUE(names.count("kda/t49-c16-k16v8-h0zero.safetensors"));
 }
 
 std::vector<std::string> strings(std::initializer_list<const char*> list) {
