@@ -108,6 +108,9 @@ std::vector<GateOutcome> gate_outcomes(const json& report) {
         }
         continue;
       }
+      if (status == "not-compared" && t.contains("diagnosis") &&
+          t["diagnosis"].value("status", "") != "pass")
+        o.diagnosed_terms.push_back(term);
       if (status != "fail" && status != "missing" && status != "unresolvable") continue;
       if (std::find(o.red_terms.begin(), o.red_terms.end(), term) == o.red_terms.end())
         o.red_terms.push_back(term);
@@ -156,6 +159,7 @@ json FaultOutcome::to_json() const {
     if (g.red)
       gate_rows.push_back({{"gate", g.name},
                            {"terms", g.red_terms},
+                           {"diagnosed_terms", g.diagnosed_terms},
                            {"error", std::isfinite(g.error) ? json(g.error) : json(nullptr)},
                            {"bar", g.bar}});
   auto number = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };

@@ -36,10 +36,13 @@ struct GateOutcome {
   bool red = false;
   bool skipped = false;
   std::vector<std::string> red_terms;  // fail, missing or unresolvable terms
-  double error = 0.0;                  // worst rel over the red terms (inf: NaN/inf outputs)
-  double bar = 0.0;                    // that term's bar
-  std::string worst_term;              // that term
-  double clean_error = 0.0;            // (clean runs) worst rel over every compared term
+  // gradients left out of the verdict after a red forward whose diagnosis
+  // would not pass: the other terms the fault touched (report-v1 "diagnosis")
+  std::vector<std::string> diagnosed_terms;
+  double error = 0.0;        // worst rel over the red terms (inf: NaN/inf outputs)
+  double bar = 0.0;          // that term's bar
+  std::string worst_term;    // that term
+  double clean_error = 0.0;  // (clean runs) worst rel over every compared term
   std::string clean_term;
   std::string reason;  // the first red reason
 };

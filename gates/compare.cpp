@@ -52,6 +52,14 @@ nlohmann::json TermComparison::to_json() const {
                         {"bar", bar},
                         {"margin", finite_or_null(margin)},
                         {"message", message}};
+  if (diagnosis.made)
+    row["diagnosis"] = {{"status", status_name(diagnosis.status)},
+                        {"rel", finite_or_null(diagnosis.rel)},
+                        {"bar", diagnosis.bar},
+                        {"margin", finite_or_null(diagnosis.margin)},
+                        {"worst_index", diagnosis.worst_index},
+                        {"per_chunk_rel", figures(diagnosis.chunk_rel)},
+                        {"non_finite", diagnosis.non_finite}};
   if (noise.measured) {
     row["noise"] = {
         {"baseline_rel", finite_or_null(noise.baseline_rel)},
@@ -179,6 +187,31 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
 
 }  // namespace
 
+void TermComparison::set_not_compared() {
+  if (status != TermStatus::not_compared && status != TermStatus::missing && !diagnosis.made) {
+    diagnosis.made = true;
+    diagnosis.status = status;
+    diagnosis.rel = rel;
+    diagnosis.bar = bar;
+    diagnosis.margin = margin;
+    diagnosis.worst_index = worst_index;
+    diagnosis.chunk_rel = chunk_rel;
+    diagnosis.non_finite = non_finite;
+  }
+  // the verdict's figures: nothing compared
+  status = TermStatus::not_compared;
+  rel = margin = NAN;
+  rms_rel = abs_max = ref_amax = 0.0;
+  worst_index.clear();
+  chunk_rel.clear();
+  non_finite = 0;
+  message = fmt::format("{}: not compared, the forward (o, ht) did not pass", term);
+  if (diagnosis.made)
+    message += fmt::format(" (diagnosis only: rel {} / bar {:.1e}, it would {})",
+                           figure_text(diagnosis.rel), diagnosis.bar,
+                           diagnosis.status == TermStatus::pass ? "pass" : "not pass");
+}
+
 std::vector<TermComparison> compare_terms(
     const kernels::KernelShape& shape, kernels::Phase phase,
     const std::map<std::string, std::vector<double>>& candidate,
@@ -206,18 +239,9 @@ std::vector<TermComparison> compare_terms(
       if (forward) forward_passed = false;
       continue;
     }
-    if (!forward && !forward_passed) {
-      TermComparison c;
-      c.term = term;
-      c.bar = bar;
-      c.status = TermStatus::not_compared;
-      c.rel = c.margin = NAN;
-      c.message = fmt::format("{}: not compared, the forward (o, ht) did not pass", term);
-      out.push_back(c);
-      continue;
-    }
     out.push_back(
         compare_one(shape, term, found->second, reference.at(term), bar, options.resolution_floor));
+    if (!forward && !forward_passed) out.back().set_not_compared();
     if (forward && out.back().status != TermStatus::pass) forward_passed = false;
   }
   return out;

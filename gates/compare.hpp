@@ -50,6 +50,20 @@ struct TermComparison {
     std::vector<double> chunk_worst_rel;           // per chunk, the ensemble's worst error
     std::vector<double> chunk_alpha;               // per chunk, the candidate's slope
   } noise;
+  // A not_compared gradient compared all the same, after a red forward, so
+  // that a report names every term a fault touched (issue 11). Never part of
+  // the verdict, which is the forward's.
+  struct Diagnosis {
+    bool made = false;
+    TermStatus status = TermStatus::missing;  // what the term would be: pass, fail, unresolvable
+    double rel = 0.0, bar = 0.0, margin = 0.0;
+    std::vector<std::int64_t> worst_index;
+    std::vector<double> chunk_rel;
+    long non_finite = 0;
+  } diagnosis;
+  // Sets status not_compared (the forward did not pass), keeping what the
+  // comparison found as the diagnosis; rel and margin become NaN.
+  void set_not_compared();
   bool is_forward() const { return term == "o" || term == "ht"; }
   nlohmann::json to_json() const;
 };
@@ -67,7 +81,8 @@ struct CompareOptions {
 
 // Compares every term of kernel_output_names(op, phase), forward first.
 // `candidate` and `reference` hold doubles in FLA layout; a term absent from
-// the candidate is `missing` (red).
+// the candidate is `missing` (red). After a red forward each gradient is
+// not_compared, its comparison kept as the diagnosis.
 std::vector<TermComparison> compare_terms(
     const kernels::KernelShape& shape, kernels::Phase phase,
     const std::map<std::string, std::vector<double>>& candidate,

@@ -299,16 +299,13 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
         if (std::isfinite(band.lo))
           n.mde =
               std::min(n.mde, tol.kappa_bias * band.half() + tol.bias_floor + std::abs(band.mid()));
-    if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing)
-      t.status = TermStatus::not_compared;
+    if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing &&
+        t.status != TermStatus::not_compared)
+      t.set_not_compared();
     if (t.status == TermStatus::not_compared || t.status == TermStatus::missing ||
         t.status == TermStatus::unresolvable || t.non_finite > 0) {
       n.alpha = n.alpha_z = n.bias_excess = n.correlation = NAN;
       if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
-      if (t.status == TermStatus::not_compared) {
-        t.rel = t.margin = NAN;
-        t.message = fmt::format("{}: not compared, the forward (o, ht) did not pass", t.term);
-      }
       continue;
     }
     const Slopes got = regression_slopes(shape, t.term, candidate.at(t.term), reference.at(t.term));

@@ -144,8 +144,37 @@ TEST_P(GateCanFail, EveryTermPerturbedInOneChunkIsRedAndNamesTermAndChunk) {
       const TermStatus want =
           forward && !other.is_forward() ? TermStatus::not_compared : TermStatus::pass;
       EXPECT_EQ(other.status, want) << other.term << ": " << other.message;
+      if (want == TermStatus::not_compared) {  // compared all the same, for diagnosis
+        EXPECT_TRUE(other.diagnosis.made) << other.term;
+        EXPECT_EQ(other.diagnosis.status, TermStatus::pass) << other.term;
+      }
     }
   }
+}
+
+// After a red forward the gradients stay out of the verdict but are compared
+// for diagnosis (issue 11): a fault that also broke dk is named on dk, in
+// the term's message and in its JSON's "diagnosis", and the verdict is the
+// forward's.
+TEST(GateInstrument, GradientsAreDiagnosedAfterARedForward) {
+  const Loaded fx = load("gdn2/t40-c16.safetensors");
+  Values candidate = fx.reference;
+  for (double& x : candidate.at("o")) x *= 1.01;
+  for (double& x : candidate.at("dk")) x *= 1.02;
+  const auto terms = compare_terms(fx.shape, Phase::bwd, candidate, fx.reference, f32_options());
+  EXPECT_EQ(term(terms, "o").status, TermStatus::fail);
+  const TermComparison& dk = term(terms, "dk");
+  EXPECT_EQ(dk.status, TermStatus::not_compared);
+  EXPECT_TRUE(std::isnan(dk.rel)) << "the verdict's figures: nothing compared";
+  ASSERT_TRUE(dk.diagnosis.made);
+  EXPECT_EQ(dk.diagnosis.status, TermStatus::fail);
+  EXPECT_NEAR(dk.diagnosis.rel, 0.02, 1e-9);
+  EXPECT_NE(dk.message.find("diagnosis only: rel 2.00e-02"), std::string::npos) << dk.message;
+  EXPECT_NE(dk.message.find("it would not pass"), std::string::npos) << dk.message;
+  EXPECT_EQ(dk.to_json().at("diagnosis").at("status"), "fail");
+  const TermComparison& dq = term(terms, "dq");
+  EXPECT_EQ(dq.diagnosis.status, TermStatus::pass);
+  EXPECT_FALSE(term(terms, "ht").diagnosis.made) << "the forward is compared, not diagnosed";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GateCanFail, ::testing::Values("gdn2", "kda", "gdn"));
