@@ -119,14 +119,20 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
              GateKind::oracle, *op, &family, file, phase});
       }
     }
-    // metamorphic gates: on the multi-chunk fixture with a partial last chunk
-    for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
-      const std::string file = fmt::format("{}/t40-c16.safetensors", op_name(op));
+    // metamorphic gates: on the multi-chunk fixture with a partial last chunk;
+    // causality also on a stress fixture per op, at another chunk size, whose
+    // partial tail is one row (gdn2) or longer than half a chunk (kda, gdn)
+    auto metamorphic = [&](Op op, const std::string& id, GateKind kind) {
+      gates.push_back({fmt::format("{}.{}.{}.{}", op_name(op), family.backend, id, kind_name(kind)),
+                       kind, op, &family, fmt::format("{}/{}.safetensors", op_name(op), id),
+                       kernels::Phase::bwd});
+    };
+    for (Op op : {Op::gdn2, Op::kda, Op::gdn})
       for (GateKind kind : {GateKind::causality, GateKind::split_call, GateKind::batch_head})
-        gates.push_back(
-            {fmt::format("{}.{}.t40-c16.{}", op_name(op), family.backend, kind_name(kind)), kind,
-             op, &family, file, kernels::Phase::bwd});
-    }
+        metamorphic(op, "t40-c16", kind);
+    metamorphic(Op::gdn2, "t33-c32-stress", GateKind::causality);
+    metamorphic(Op::kda, "t112-c64-k8-stress", GateKind::causality);
+    metamorphic(Op::gdn, "t60-c16-k8v16-stress", GateKind::causality);
   }
   return gates;
 }

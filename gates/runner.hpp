@@ -55,6 +55,12 @@ struct GateResult {
   nlohmann::json to_json() const;
 };
 
+// The rows a causality gate perturbs from (each P: the tokens t >= P move,
+// o[t < P] must stay bitwise): the middle and the last row of the first
+// chunk, the second chunk's first, middle and last rows, and the first and
+// middle rows of a partial tail; those inside [1, T), sorted.
+std::vector<int> causality_points(int T, int chunk);
+
 GateResult run_gate(const Gate& gate, const RunOptions& options);
 
 // A fixture read for a gate: its file, the kernel's view of it (shape, f32

@@ -19,7 +19,7 @@ expect 0 '^21 faults' 'ds-not-handed-back +kernel +fault-point' 'missing-barrier
   'oracle-double-exp +oracle +generator' -- falsify list
 
 # a campaign of three faults over both CPU backends, with a report
-expect 0 'baseline cpu-chunk: 155 gates' 'clean 155/155 green, poison 155/155 red' \
+expect 0 'baseline cpu-chunk: 158 gates' 'clean 158/158 green, poison 158/158 red' \
   'dg-sign-flipped +cpu-chunk +Killed +[a-z0-9.-]+\.bwd dg margin' \
   'dg-sign-flipped +cpu-recurrent +Killed' 'oracle-double-exp +oracle +Killed' \
   'layout-swapped +cpu-recurrent +Killed' 'tracked files unchanged' '^verdict PASS' -- \

@@ -43,7 +43,7 @@ expect 0 "^tool +deltaproof [0-9.]+$" "^commit +([0-9a-f]{40}(\+dirty)?|unknown)
   "^  dh0 .*\(b,h,i,j\)=\(" \
   "^ +chunks: [0-9.]+e-[0-9]+ [0-9.]+e-[0-9]+ [0-9.]+e-[0-9]+$" \
   "^ +chunks:( [0-9.]+e-[0-9]+){8}$" \
-  "^gdn2\.cpu-chunk\.t40-c16\.causality +PASS" "^  o\[t<17\] unchanged +0 +bitwise +- +- +pass$" \
+  "^gdn2\.cpu-chunk\.t40-c16\.causality +PASS" "^  o\[t<16\] unchanged +0 +bitwise +- +- +pass$" \
   "^  dh0 split at t=16 +0 +bitwise" "^  o other heads moved .*bitwise" \
   "^6 gates: 6 passed, 0 failed, 0 skipped .*verdict PASS$" -- report show "$a"
 

@@ -452,8 +452,41 @@ TEST(MetamorphicCanFail, ALeakFromTheFutureFailsCausality) {
                      });
   const GateResult r = run_with("gdn.cpu-chunk.t40-c16.causality", leaky);
   EXPECT_EQ(r.verdict, "fail");
-  EXPECT_TRUE(mentions(r.reasons, "o[t<17] unchanged:")) << ::testing::PrintToString(r.reasons);
+  EXPECT_TRUE(mentions(r.reasons, "o[t<8] unchanged:")) << ::testing::PrintToString(r.reasons);
   EXPECT_TRUE(mentions(r.reasons, "differ bitwise"));
+}
+
+// Causality is probed at many rows (issue 11): in the first chunk, at the
+// chunk boundary, in the second chunk and inside the partial tail.
+TEST(MetamorphicCanFail, CausalityPointsCoverTheBoundaryAndTheTail) {
+  EXPECT_EQ(causality_points(40, 16), (std::vector<int>{8, 15, 16, 24, 31, 32, 36}));
+  EXPECT_EQ(causality_points(33, 32), (std::vector<int>{16, 31, 32}));
+  EXPECT_EQ(causality_points(112, 64), (std::vector<int>{32, 63, 64, 88, 96}));
+  EXPECT_EQ(causality_points(1, 16), (std::vector<int>{}));
+}
+
+// A leak only across the chunk boundary: the last row of each chunk takes a
+// little of the next chunk's first row. The single point the gate used to
+// probe (t = chunk + 1) cannot see it: the rows it perturbs start after the
+// first row of the second chunk. The boundary point (t = chunk) does.
+TEST(MetamorphicCanFail, ALeakAcrossTheChunkBoundaryFailsCausality) {
+  const Broken leaky(
+      "cpu-chunk", [](const KernelShape& s, Buffers&, Buffers& out, ExecutionRecord&, bool before) {
+        if (before) return;
+        auto& o = out["o"];
+        for (int b = 0; b < s.B; ++b)
+          for (int t = s.chunk - 1; t + 1 < s.T; t += s.chunk)
+            for (int h = 0; h < s.H; ++h)
+              for (int j = 0; j < s.V; ++j)
+                o[token_offset(s.T, s.H, s.V, b, t, h, j)] +=
+                    1e-3f * o[token_offset(s.T, s.H, s.V, b, t + 1, h, j)];
+      });
+  const GateResult r = run_with("kda.cpu-chunk.t40-c16.causality", leaky);
+  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_TRUE(mentions(r.reasons, "o[t<16] unchanged:")) << ::testing::PrintToString(r.reasons);
+  EXPECT_FALSE(mentions(r.reasons, "o[t<8] unchanged:")) << "rows before 15 do not leak";
+  for (const auto& t : r.terms)
+    if (t.term == "o[t<17] unchanged") ADD_FAILURE() << "t = 17 is no longer a point";
 }
 
 // Split-call invariance: a kernel that ignores its initial state agrees with
