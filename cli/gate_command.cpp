@@ -109,8 +109,15 @@ void print_result(const gates::GateResult& r) {
       !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
         return t.status == gates::TermStatus::pass && t.rel == 0.0;
       });
-  if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate: bitwise relations
-    if (!r.terms.empty()) detail = fmt::format("{} relations, bitwise", r.terms.size());
+  if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate's relations
+    // bitwise, but for split-call's splits inside a chunk, held to the oracle
+    const auto to_oracle = std::count_if(r.terms.begin(), r.terms.end(), [](const auto& t) {
+      return t.term.find(" vs oracle") != std::string::npos;
+    });
+    if (!r.terms.empty())
+      detail = to_oracle == 0 ? fmt::format("{} relations, bitwise", r.terms.size())
+                              : fmt::format("{} relations: {} bitwise, {} at the oracle's bars",
+                                            r.terms.size(), r.terms.size() - to_oracle, to_oracle);
   } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
   } else if (worst) {

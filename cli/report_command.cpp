@@ -190,9 +190,12 @@ json load_report(const std::string& path) {
 
 // ---- figures -------------------------------------------------------------
 
-bool is_bitwise(const json& gate) {
+// A metamorphic relation's term, compared bit for bit; split-call's splits
+// inside a chunk carry the oracle's bar instead.
+bool is_bitwise(const json& gate, const json& term) {
   const std::string kind = gate.at("kind");
-  return kind != "oracle" && kind != "check";
+  const json& bar = term.value("bar", json());
+  return kind != "oracle" && kind != "check" && !(bar.is_number() && bar.get<double>() > 0);
 }
 
 // A figure the report may hold as null (NaN, or inf written as null).
@@ -209,12 +212,12 @@ std::string rel_text(const json& term) {
 }
 
 std::string bar_text(const json& gate, const json& term) {
-  return is_bitwise(gate) ? "bitwise" : fmt::format("{:.1e}", term.at("bar").get<double>());
+  return is_bitwise(gate, term) ? "bitwise" : fmt::format("{:.1e}", term.at("bar").get<double>());
 }
 
 // margin = bar / rel: null is inf when rel is 0. Bitwise relations have no margin.
 std::string margin_text(const json& gate, const json& term) {
-  if (is_bitwise(gate)) return "-";
+  if (is_bitwise(gate, term)) return "-";
   const json& margin = term.at("margin");
   if (margin.is_number()) return fmt::format("{:.3g}", margin.get<double>());
   return term.at("rel").is_number() && term.at("rel").get<double>() == 0.0 ? "inf" : "-";

@@ -84,6 +84,8 @@ std::vector<GateOutcome> gate_outcomes(const json& report) {
     o.fixture.chunk = spec_int(g, "chunk");
     o.fixture.K = spec_int(g, "K");
     o.fixture.V = spec_int(g, "V");
+    o.fixture.B = spec_int(g, "B");
+    o.fixture.H = spec_int(g, "H");
     const json spec = g.contains("fixture") && g["fixture"].is_object()
                           ? g["fixture"].value("spec", json::object())
                           : json::object();

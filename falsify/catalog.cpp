@@ -106,7 +106,9 @@ const std::vector<std::string>& fixture_classes() {
   static const std::vector<std::string> classes = {
       "any",          "one-chunk",        "multi-chunk", "partial-chunk",
       "whole-chunks", "two-whole-chunks", "two-rows",    "square-state",
-      "nonzero-h0",   "state-in"};
+      "nonzero-h0",   "state-in",         "rect-state",  "short",
+      "one-row-tail", "long-tail",        "chunk-32",    "multi-batch",
+      "many-heads"};
   return classes;
 }
 
@@ -139,6 +141,20 @@ bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& f) 
       holds = !f.zero_h0;
     else if (c == "state-in")
       holds = !f.zero_h0 || multi;
+    else if (c == "rect-state")
+      holds = f.K != f.V;
+    else if (c == "short")
+      holds = f.T < f.chunk;
+    else if (c == "one-row-tail")
+      holds = f.chunk > 0 && f.T % f.chunk == 1;
+    else if (c == "long-tail")
+      holds = f.chunk > 0 && f.T % f.chunk > f.chunk / 2;
+    else if (c == "chunk-32")
+      holds = f.chunk == 32;
+    else if (c == "multi-batch")
+      holds = f.B > 1;
+    else if (c == "many-heads")
+      holds = f.H > 2;
     else
       throw InputError(
           fmt::format("fixtures '{}' is unknown: no class '{}'; use {} (joined by '+')", fixtures,

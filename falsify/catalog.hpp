@@ -74,12 +74,16 @@ std::string_view mechanism_name(Mechanism mechanism);
 struct FixtureTraits {
   int T = 0, chunk = 0, K = 0, V = 0;
   bool zero_h0 = false;  // h0 = 0: the edge regime's, or gen --h0 zero
+  int B = 1, H = 2;
 };
 // The fixture classes: any; one-chunk (T <= chunk), multi-chunk; partial-chunk
 // (T % chunk != 0), whole-chunks; two-whole-chunks (T >= 2 chunk: a chunk
 // follows a whole one of its size); two-rows (T >= 2: a pair i < r exists);
-// square-state (K == V); nonzero-h0; state-in (some chunk starts from a
-// non-zero state: nonzero-h0 or multi-chunk).
+// square-state (K == V), rect-state (K != V); nonzero-h0; state-in (some
+// chunk starts from a non-zero state: nonzero-h0 or multi-chunk); and the
+// coverage matrix's new cells (issue 11): short (T < chunk), one-row-tail
+// (T % chunk == 1), long-tail (T % chunk > chunk / 2), chunk-32, multi-batch
+// (B > 1), many-heads (H > 2).
 const std::vector<std::string>& fixture_classes();
 // Whether `fixtures` ("any", one class, or classes joined by '+', all of
 // which must hold) holds for a fixture; throws InputError on an unknown class.

@@ -227,7 +227,9 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
 #ifdef DELTAPROOF_FALSIFY
     if (with_catalog) {
       for (const auto& info : kernels::fault_catalog()) {
-        if (info.cls != kernels::FaultClass::kernel || (info.cuda_only && !on_gpu)) continue;
+        if (info.cls != kernels::FaultClass::kernel || (info.cuda_only && !on_gpu) ||
+            info.coverage_proof)
+          continue;
         kernels::set_active_fault(info.id);
         Values candidate;
         try {

@@ -119,9 +119,12 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
              GateKind::oracle, *op, &family, file, phase});
       }
     }
-    // metamorphic gates: on the multi-chunk fixture with a partial last chunk;
+    // metamorphic gates (issue 11 spreads them over the coverage matrix):
+    // each relation on the multi-chunk fixture with a partial last chunk;
     // causality also on a stress fixture per op, at another chunk size, whose
-    // partial tail is one row (gdn2) or longer than half a chunk (kda, gdn)
+    // partial tail is one row (gdn2) or longer than half a chunk (kda, gdn);
+    // split-call at every chunk size per op; batch-head on two sequences of
+    // three heads
     auto metamorphic = [&](Op op, const std::string& id, GateKind kind) {
       gates.push_back({fmt::format("{}.{}.{}.{}", op_name(op), family.backend, id, kind_name(kind)),
                        kind, op, &family, fmt::format("{}/{}.safetensors", op_name(op), id),
@@ -133,6 +136,15 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
     metamorphic(Op::gdn2, "t33-c32-stress", GateKind::causality);
     metamorphic(Op::kda, "t112-c64-k8-stress", GateKind::causality);
     metamorphic(Op::gdn, "t60-c16-k8v16-stress", GateKind::causality);
+    for (const auto& [op, id] : {std::pair{Op::gdn2, "t128-c32"},
+                                 {Op::kda, "t56-c32-stress"},
+                                 {Op::gdn, "t56-c32"},
+                                 {Op::gdn2, "t65-c64-k8-mild"},
+                                 {Op::kda, "t112-c64-k8"},
+                                 {Op::gdn, "t65-c64-k16v8"}})
+      metamorphic(op, id, GateKind::split_call);
+    for (Op op : {Op::gdn2, Op::kda, Op::gdn})
+      metamorphic(op, "t40-c16-b2h3", GateKind::batch_head);
   }
   return gates;
 }

@@ -380,6 +380,19 @@ std::vector<int> causality_points(int T, int chunk) {
   return out;
 }
 
+std::vector<SplitPoint> split_points(int T, int chunk) {
+  const int C = chunk;
+  std::vector<SplitPoint> out;
+  for (const SplitPoint p : {SplitPoint{1, false}, SplitPoint{C / 2, false}, SplitPoint{C, true},
+                             SplitPoint{2 * C, true}, SplitPoint{T - 1, T > 1 && (T - 1) % C == 0}})
+    if (p.at >= 1 && p.at < T &&
+        std::none_of(out.begin(), out.end(), [&](const SplitPoint& q) { return q.at == p.at; }))
+      out.push_back(p);
+  std::sort(out.begin(), out.end(),
+            [](const SplitPoint& a, const SplitPoint& b) { return a.at < b.at; });
+  return out;
+}
+
 namespace {
 
 void run_causality(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
@@ -398,53 +411,118 @@ void run_causality(const kernels::Backend& backend, const LoadedFixture& f, Gate
   }
 }
 
-void run_split_call(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
-  const KernelShape& s = f.job.shape;
-  const int P = s.chunk;  // a chunk boundary: the second call's chunks are the first call's
-  const Buffers whole = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
+// One split of T at P: the two calls' outputs re-assembled in the whole
+// call's layout.
+Buffers split_call(const kernels::Backend& backend, const KernelShape& s, const Buffers& inputs,
+                   int P, kernels::ExecutionRecord& record) {
   KernelShape head_shape, tail_shape;
-  Buffers head = slice_time(s, f.job.inputs, 0, P, head_shape);
-  Buffers tail = slice_time(s, f.job.inputs, P, s.T, tail_shape);
+  Buffers head = slice_time(s, inputs, 0, P, head_shape);
+  Buffers tail = slice_time(s, inputs, P, s.T, tail_shape);
   // forward of the first call hands its final state to the second
-  const Buffers first_fwd = run_poisoned(backend, head_shape, head, Phase::fwd, r.record);
+  const Buffers first_fwd = run_poisoned(backend, head_shape, head, Phase::fwd, record);
   tail["h0"] = first_fwd.at("ht");
-  const Buffers second = run_poisoned(backend, tail_shape, tail, Phase::bwd, r.record);
+  const Buffers second = run_poisoned(backend, tail_shape, tail, Phase::bwd, record);
   // the second call's dh0 is the first call's dht
   head["dht"] = second.at("dh0");
-  const Buffers first = run_poisoned(backend, head_shape, head, Phase::bwd, r.record);
-  auto all = [](const auto&) { return true; };
+  const Buffers first = run_poisoned(backend, head_shape, head, Phase::bwd, record);
+  Buffers joined;
   for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd)) {
-    std::vector<float> joined;
     if (name == "ht") {
-      joined = second.at("ht");
+      joined[name] = second.at("ht");
     } else if (name == "dh0") {
-      joined = first.at("dh0");
+      joined[name] = first.at("dh0");
     } else {
       // re-assemble [B,T,H,w] from the two calls' token ranges
       const int width = kernels::tensor_width(s, name);
       const int w = width == 0 ? 1 : width;
-      joined.resize(whole.at(name).size());
+      auto& out = joined[name];
+      out.resize(first.at(name).size() + second.at(name).size());
       for (int b = 0; b < s.B; ++b)
         for (int t = 0; t < s.T; ++t)
           for (int h = 0; h < s.H; ++h)
             for (int i = 0; i < w; ++i)
-              joined[token_offset(s.T, s.H, width, b, t, h, i)] =
+              out[token_offset(s.T, s.H, width, b, t, h, i)] =
                   t < P ? first.at(name)[token_offset(P, s.H, width, b, t, h, i)]
                         : second.at(name)[token_offset(s.T - P, s.H, width, b, t - P, h, i)];
     }
-    r.terms.push_back(bitwise_term(fmt::format("{} split at t={}", name, P), s, name, joined,
-                                   whole.at(name), all));
   }
+  return joined;
+}
+
+void run_split_call(const kernels::Backend& backend, const Gate& gate, const LoadedFixture& f,
+                    GateResult& r) {
+  const KernelShape& s = f.job.shape;
+  const Buffers whole = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
+  auto all = [](const auto&) { return true; };
+  for (const SplitPoint& point : split_points(s.T, s.chunk)) {
+    const Buffers joined = split_call(backend, s, f.job.inputs, point.at, r.record);
+    if (point.boundary) {
+      for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd))
+        r.terms.push_back(bitwise_term(fmt::format("{} split at t={}", name, point.at), s, name,
+                                       joined.at(name), whole.at(name), all));
+      continue;
+    }
+    CompareOptions compare;
+    compare.fwd_bar = gate.family->bars.fwd.value;
+    compare.bwd_bar = gate.family->bars.bwd.value;
+    for (TermComparison& t :
+         compare_terms(s, Phase::bwd, as_doubles(joined), f.reference, compare)) {
+      const std::string label = fmt::format("{} split at t={} vs oracle", t.term, point.at);
+      if (!t.message.empty()) t.message = fmt::format("{}: {}", label, t.message);
+      t.term = label;
+      r.terms.push_back(std::move(t));
+    }
+  }
+}
+
+// The (batch, head) of an output element: (b, t, h, i) for tokens, (b, h, i, j) for states.
+int head_of(const KernelShape& s, const std::string& name, const std::vector<std::int64_t>& idx) {
+  return static_cast<int>(kernels::tensor_width(s, name) < 0 ? idx[1] : idx[2]);
 }
 
 void run_batch_head(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
   const KernelShape& s = f.job.shape;
   const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
-  // heads: perturb every head but 0; head 0's results keep their bits
-  const Buffers other_heads =
-      perturb_tokens(s, f.job.inputs, [](const auto& idx) { return idx[2] != 0; });
-  const Buffers heads = run_poisoned(backend, s, other_heads, Phase::bwd, r.record);
-  // batch: append a perturbed copy as batch 1; batch 0 keeps its bits
+  const auto names = kernels::kernel_output_names(s.op, Phase::bwd);
+  // heads: perturb every head but one (the first, then the last); its results
+  // keep their bits and the others' o moves. A head that reads another's
+  // inputs shows on one of the two.
+  std::vector<int> kept_heads = {0};
+  if (s.H > 1) kept_heads.push_back(s.H - 1);
+  for (const int kept : kept_heads) {
+    const Buffers perturbed = run_poisoned(
+        backend, s,
+        perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[2] != kept; }),
+        Phase::bwd, r.record);
+    for (const auto& name : names) {
+      r.terms.push_back(bitwise_term(
+          fmt::format("{} head {} unchanged", name, kept), s, name, perturbed.at(name),
+          clean.at(name), [&](const auto& idx) { return head_of(s, name, idx) == kept; }));
+      if (s.H > 1 && name == "o")
+        r.terms.push_back(moved_term(
+            fmt::format("o heads but {} moved", kept), s, name, perturbed.at(name), clean.at(name),
+            [&](const auto& idx) { return head_of(s, name, idx) != kept; }));
+    }
+  }
+  // batches, where there are several: the same with a kept sequence
+  std::vector<int> kept_batches;
+  if (s.B > 1) kept_batches = {0, s.B - 1};
+  for (const int kept : kept_batches) {
+    const Buffers perturbed = run_poisoned(
+        backend, s,
+        perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[0] != kept; }),
+        Phase::bwd, r.record);
+    for (const auto& name : names) {
+      r.terms.push_back(bitwise_term(fmt::format("{} batch {} unchanged", name, kept), s, name,
+                                     perturbed.at(name), clean.at(name),
+                                     [&](const auto& idx) { return idx[0] == kept; }));
+      if (name == "o")
+        r.terms.push_back(moved_term(fmt::format("o batches but {} moved", kept), s, name,
+                                     perturbed.at(name), clean.at(name),
+                                     [&](const auto& idx) { return idx[0] != kept; }));
+    }
+  }
+  // the batch size: append a perturbed copy of every sequence; the first B keep their bits
   KernelShape doubled = s;
   doubled.B = 2 * s.B;
   Buffers stacked = f.job.inputs;
@@ -452,19 +530,11 @@ void run_batch_head(const kernels::Backend& backend, const LoadedFixture& f, Gat
   for (auto& [name, values] : stacked)
     values.insert(values.end(), copy.at(name).begin(), copy.at(name).end());
   const Buffers batched = run_poisoned(backend, doubled, stacked, Phase::bwd, r.record);
-  for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd)) {
-    const bool state = kernels::tensor_width(s, name) < 0;
-    auto head0_of = [&](const auto& idx) { return (state ? idx[1] : idx[2]) == 0; };
-    auto others_of = [&](const auto& idx) { return (state ? idx[1] : idx[2]) != 0; };
-    r.terms.push_back(bitwise_term(name + " head 0 unchanged", s, name, heads.at(name),
-                                   clean.at(name), head0_of));
-    if (s.H > 1 && name == "o")
-      r.terms.push_back(
-          moved_term("o other heads moved", s, name, heads.at(name), clean.at(name), others_of));
-    std::vector<float> batch0(batched.at(name).begin(),
-                              batched.at(name).begin() + clean.at(name).size());
-    r.terms.push_back(bitwise_term(name + " batch 0 unchanged", s, name, batch0, clean.at(name),
-                                   [](const auto&) { return true; }));
+  for (const auto& name : names) {
+    std::vector<float> first(batched.at(name).begin(),
+                             batched.at(name).begin() + clean.at(name).size());
+    r.terms.push_back(bitwise_term(fmt::format("{} unchanged with B doubled", name), s, name, first,
+                                   clean.at(name), [](const auto&) { return true; }));
   }
 }
 
@@ -523,7 +593,7 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
   } else {
     r.required_stages = gate.family->fwd_stages;
     if (gate.kind == GateKind::causality) run_causality(backend, f, r);
-    if (gate.kind == GateKind::split_call) run_split_call(backend, f, r);
+    if (gate.kind == GateKind::split_call) run_split_call(backend, gate, f, r);
     if (gate.kind == GateKind::batch_head) run_batch_head(backend, f, r);
   }
   finish(r);

@@ -61,6 +61,20 @@ struct GateResult {
 // middle rows of a partial tail; those inside [1, T), sorted.
 std::vector<int> causality_points(int T, int chunk);
 
+// Where a split-call gate cuts T in two (the first call's final state is the
+// second's h0, the second's dh0 the first's dht). At a chunk boundary (the
+// first and the second) the second call's chunks are the whole call's, so the
+// joined results must equal the whole call's bit for bit. Inside a chunk (the
+// first row, the middle of the first chunk, the last row) the chunk grid moves
+// and the arithmetic with it: the joined results are held to the oracle at the
+// family's bars, like an oracle gate. Those inside [1, T), sorted.
+struct SplitPoint {
+  int at = 0;
+  bool boundary = false;
+  bool operator==(const SplitPoint&) const = default;
+};
+std::vector<SplitPoint> split_points(int T, int chunk);
+
 GateResult run_gate(const Gate& gate, const RunOptions& options);
 
 // A fixture read for a gate: its file, the kernel's view of it (shape, f32

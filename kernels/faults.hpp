@@ -29,6 +29,15 @@ enum class Fault {
   dht_ignored,                  // the last chunk's dS_end taken as zero, not dht
   partial_chunk_reads_past_t,   // the partial last chunk reads chunk-size rows, past T
   h0_ignored,                   // the initial state h0 taken as zero
+  // faults only the coverage matrix of issue 11 shows (green on the 39
+  // fixtures before it): each lives in one shape the old set lacked
+  tail_decay_factorised,      // a long tail's decay as exp(G_r) * exp(-G_i): overflows past 88.7
+  chunk_shift_lacks_32,       // chunk c starts at c << log2(chunk) from a table without 32
+  v_read_with_k_stride,       // v's token stride taken from K (square heads hide it)
+  ceil_div_off_by_one,        // chunks = (T + C - 2) / C: a one-row tail is dropped
+  gate_batch_offset_dropped,  // g read at batch 0 for every sequence
+  head_count_hardcoded_2,     // k read at head h % 2
+  short_call_ignores_h0,      // a call shorter than a chunk starts from zero, not h0
   // CUDA kernels only
   global_scratch_read_before_write,  // a global scratch buffer holds stale garbage (0xFF)
   global_scratch_unwritten,          // a global scratch buffer is never written before it is read
@@ -51,6 +60,10 @@ struct FaultInfo {
   // (initcheck) is the gate that must catch it, and campaigns that judge by
   // numbers alone do not require it killed.
   bool sanitizer_only = false;
+  // A fault of issue 11's proof table: in cpu-chunk alone, living in a shape
+  // only the coverage matrix holds (a long tail, chunk 32, K != V, B > 1, ...).
+  // A campaign over other fixtures (the precision campaigns) leaves it out.
+  bool coverage_proof = false;
 };
 // Every fault switchable at run time in the falsify build.
 const std::vector<FaultInfo>& fault_catalog();

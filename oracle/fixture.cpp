@@ -176,13 +176,15 @@ FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadat
 std::vector<CanonicalFixture> canonical_fixtures() {
   std::vector<CanonicalFixture> out;
   // Name: t<T>-c<chunk>, then -k<K>[v<V>] when the widths are not the chunk's
-  // usual (K=V=64 at chunk 64, K=V=8 below), the regime unless default, -h0zero
-  // when h0 is zero outside the edge regime, -bf16 for bf16 inputs.
-  auto add = [&](Op op, int T, int K, int V, int chunk, Regime regime, DType dtype, bool zero_h0) {
+  // usual (K=V=64 at chunk 64, K=V=8 below), -b<B>h<H> when not B1 H2, the
+  // regime unless default, -h0zero when h0 is zero outside the edge regime,
+  // -bf16 for bf16 inputs.
+  auto add = [&](Op op, int T, int K, int V, int chunk, Regime regime, DType dtype, bool zero_h0,
+                 int B = 1, int H = 2) {
     FixtureSpec s;
     s.op = op;
-    s.B = 1;
-    s.H = 2;
+    s.B = B;
+    s.H = H;
     s.T = T;
     s.K = K;
     s.V = V;
@@ -197,6 +199,7 @@ std::vector<CanonicalFixture> canonical_fixtures() {
       name += fmt::format("-k{}v{}", K, V);
     else if (K != usual)
       name += fmt::format("-k{}", K);
+    if (B != 1 || H != 2) name += fmt::format("-b{}h{}", B, H);
     if (regime != Regime::default_) name += "-" + std::string(regime_name(regime));
     if (zero_h0) name += "-h0zero";
     if (dtype == DType::BF16) name += "-bf16";
@@ -268,6 +271,10 @@ std::vector<CanonicalFixture> canonical_fixtures() {
       {gdn, 12, 64, 64, 16, d, true},
   };
   for (const Cell& c : cells) add(c.op, c.T, c.K, c.V, c.chunk, c.regime, f32, c.zero_h0);
+  // Batch/head independence beyond B1 H2 (issue 11): two sequences of three
+  // heads, so a head index taken modulo 2 or a batch offset dropped shows.
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn})
+    add(op, 40, 8, 8, 16, Regime::default_, f32, false, 2, 3);
   return out;
 }
 

@@ -32,9 +32,12 @@ MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, int b,
 HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows) {
   HeadSequence x;
   x.Q = gather_tokens(s, in.at("q"), s.K, s.K, b, h, rows);
-  x.K = gather_tokens(s, in.at("k"), s.K, s.K, b, h, rows);
-  x.V = gather_tokens(s, in.at("v"), s.V, s.V, b, h, rows);
-  x.g = gather_tokens(s, in.at("g"), s.op == Op::gdn ? 0 : s.K, s.K, b, h, rows);
+  x.K = gather_tokens(s, in.at("k"), s.K, s.K, b,
+                      DELTAPROOF_FAULT(head_count_hardcoded_2) ? h % 2 : h, rows);
+  x.V = gather_tokens(s, in.at("v"), DELTAPROOF_FAULT(v_read_with_k_stride) ? s.K : s.V, s.V, b, h,
+                      rows);
+  x.g = gather_tokens(s, in.at("g"), s.op == Op::gdn ? 0 : s.K, s.K,
+                      DELTAPROOF_FAULT(gate_batch_offset_dropped) ? 0 : b, h, rows);
   if (s.op == Op::gdn2) {
     x.B = gather_tokens(s, in.at("b"), s.K, s.K, b, h, rows);
     x.W = gather_tokens(s, in.at("w"), s.V, s.V, b, h, rows);

@@ -34,6 +34,14 @@ ChunkInputs chunk_slice(const HeadSequence& x, int start, int length) {
   return c;
 }
 
+// exp(a - b): the decay between two cumulative gates, a <= b. Under the
+// tail fault a partial last chunk takes a path that factorises it, as a
+// kernel that pre-scales its rows does, and exp(-b) overflows past 88.7.
+float decay_between(const ChunkInputs& x, float a, float b) {
+  if (DELTAPROOF_FAULT(tail_decay_factorised) && x.tail) return std::exp(a) * std::exp(-b);
+  return std::exp(a - b);
+}
+
 MatF rounded(Rounder& round, const MatF& x, float (Rounder::*at)(float)) {
   MatF out(x.rows(), x.cols());
   for (Eigen::Index r = 0; r < x.rows(); ++r)
@@ -71,7 +79,7 @@ ChunkIntra chunk_intra(const ChunkInputs& x, Rounder& round) {
     for (int i = 0; i <= r; ++i) {
       float a = 0.0f, m = 0.0f;
       for (Eigen::Index k = 0; k < Kd; ++k) {
-        const float decayed_key = round.operand(x.K(i, k) * std::exp(x.G(r, k) - x.G(i, k)));
+        const float decayed_key = round.operand(x.K(i, k) * decay_between(x, x.G(r, k), x.G(i, k)));
         m += Q_op(r, k) * decayed_key;
         a += BK_op(r, k) * decayed_key;
       }
@@ -94,7 +102,7 @@ ChunkIntra chunk_intra(const ChunkInputs& x, Rounder& round) {
     for (Eigen::Index k = 0; k < Kd; ++k) {
       // the bug of background/000: exp(exp(G_C) - G), the chunk-end decay exponentiated twice
       const float end = DELTAPROOF_FAULT(double_exp_chunk_decay) ? out.decay_end(k) : G_end(k);
-      out.Kdec(i, k) = x.K(i, k) * std::exp(end - x.G(i, k));
+      out.Kdec(i, k) = x.K(i, k) * decay_between(x, end, x.G(i, k));
     }
   return out;
 }
@@ -221,21 +229,30 @@ ChunkGradients bk1_chunk_adjoint(const ChunkInputs& x, const ChunkIntra& intra, 
 HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward, const MatF& dO,
                     const MatF& dht, ExecutionRecord& record, Rounder& round) {
   const int T = static_cast<int>(x.Q.rows());
-  const int num_chunks = (T + chunk - 1) / chunk;
+  const int num_chunks =
+      DELTAPROOF_FAULT(ceil_div_off_by_one) ? (T + chunk - 2) / chunk : (T + chunk - 1) / chunk;
   const auto Kd = x.K.cols();
   const auto Vd = x.V.cols();
-  auto start_of = [&](int c) { return c * chunk; };
-  auto length_of = [&](int c) { return std::min(chunk, T - c * chunk); };
+  auto start_of = [&](int c) {
+    if (DELTAPROOF_FAULT(chunk_shift_lacks_32)) return c << (chunk == 64 ? 6 : 4);
+    return c * chunk;
+  };
+  auto length_of = [&](int c) { return std::min(chunk, T - start_of(c)); };
+  // rows no chunk writes (only under a fault) stay NaN, as an unwritten output
+  const float unwritten = std::nanf("");
 
   // forward: intra-chunk WY representation, then the sequential chunk carry
   std::vector<ChunkInputs> inputs(num_chunks);
   std::vector<ChunkIntra> intra(num_chunks);
   std::vector<MatF> chunk_start(num_chunks);  // the glue's saved chunk-start states
   HeadResult out;
-  out.O.resize(T, Vd);
-  MatF state = DELTAPROOF_FAULT(h0_ignored) ? MatF::Zero(x.h0.rows(), x.h0.cols()) : x.h0;
+  out.O = MatF::Constant(T, Vd, unwritten);
+  const bool no_h0 =
+      DELTAPROOF_FAULT(h0_ignored) || (DELTAPROOF_FAULT(short_call_ignores_h0) && T < chunk);
+  MatF state = no_h0 ? MatF::Zero(x.h0.rows(), x.h0.cols()) : x.h0;
   for (int c = 0; c < num_chunks; ++c) {
     inputs[c] = chunk_slice(x, start_of(c), length_of(c));
+    inputs[c].tail = length_of(c) < chunk;
     intra[c] = chunk_intra(inputs[c], round);
     record.note("fwd.intra");
     MatF S0 = DELTAPROOF_FAULT(state_not_carried) ? x.h0 : state;
@@ -251,14 +268,14 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
 
   // BK2 + glue: dS handed from each chunk's start back to the previous chunk's end
   std::vector<MatF> dS_end(num_chunks);
-  dS_end[num_chunks - 1] = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(Kd, Vd) : dht;
-  MatF dS0;
+  MatF dS0 = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(Kd, Vd) : dht;
   for (int c = num_chunks - 1; c >= 0; --c) {
+    dS_end[c] = dS0;
     dS0 = bk2_state_gradient(intra[c], dO.middleRows(start_of(c), length_of(c)), dS_end[c], scale,
                              round);
     record.note("bwd.bk2");
     if (c > 0) {
-      dS_end[c - 1] = DELTAPROOF_FAULT(ds_not_handed_back) ? MatF::Zero(Kd, Vd) : dS0;
+      if (DELTAPROOF_FAULT(ds_not_handed_back)) dS0 = MatF::Zero(Kd, Vd);
       record.note("bwd.glue");
     }
   }
@@ -267,12 +284,12 @@ HeadResult run_head(const HeadSequence& x, int chunk, float scale, bool backward
 
   // BK1: every chunk's intra adjoint, independent given S0 and dS_end
   auto& g = out.grad;
-  g.dQ.resize(T, Kd);
-  g.dK.resize(T, Kd);
-  g.dG.resize(T, Kd);
-  g.dB.resize(T, Kd);
-  g.dV.resize(T, Vd);
-  g.dW.resize(T, Vd);
+  g.dQ = MatF::Constant(T, Kd, unwritten);
+  g.dK = MatF::Constant(T, Kd, unwritten);
+  g.dG = MatF::Constant(T, Kd, unwritten);
+  g.dB = MatF::Constant(T, Kd, unwritten);
+  g.dV = MatF::Constant(T, Vd, unwritten);
+  g.dW = MatF::Constant(T, Vd, unwritten);
   MatF du_scratch;
   for (int c = 0; c < num_chunks; ++c) {
     const int s = start_of(c), L = length_of(c);

@@ -35,6 +35,7 @@ MatF intermediate(Rounder& round, const MatF& x);
 // W, gdn's g over K). G is the cumulative sum of g from the chunk start.
 struct ChunkInputs {
   MatF Q, K, V, G, B, W;  // L x Kd (Q K G B), L x Vd (V W)
+  bool tail = false;      // a partial last chunk, shorter than the chunk size
   int length() const { return static_cast<int>(Q.rows()); }
 };
 

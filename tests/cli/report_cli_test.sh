@@ -44,7 +44,8 @@ expect 0 "^tool +deltaproof [0-9.]+$" "^commit +([0-9a-f]{40}(\+dirty)?|unknown)
   "^ +chunks: [0-9.]+e-[0-9]+ [0-9.]+e-[0-9]+ [0-9.]+e-[0-9]+$" \
   "^ +chunks:( [0-9.]+e-[0-9]+){8}$" \
   "^gdn2\.cpu-chunk\.t40-c16\.causality +PASS" "^  o\[t<16\] unchanged +0 +bitwise +- +- +pass$" \
-  "^  dh0 split at t=16 +0 +bitwise" "^  o other heads moved .*bitwise" \
+  "^  dh0 split at t=16 +0 +bitwise" "^  o heads but 0 moved .*bitwise" \
+  "^  dq split at t=8 vs oracle +[0-9.]+e-[0-9]+ +5\.0e-05 +[0-9.]+ +\(b,t,h,i\)=" \
   "^6 gates: 6 passed, 0 failed, 0 skipped .*verdict PASS$" -- report show "$a"
 
 # a red gate: its term row, the chunk above the bar, and its reasons after the table

@@ -86,8 +86,9 @@ TEST(Catalog, GlueFaultsAreGreenOnOneChunkAndRedOnMultiChunk) {
 // The coverage matrix's fixtures (issue 11) hold shapes where a fault has
 // nothing to act on; the classes say so, and '+' needs every class.
 TEST(Catalog, FixtureClassesReadTheShapeAndH0) {
-  FixtureTraits one_token{1, 16, 64, 64, false}, rect{33, 32, 16, 8, false},
-      zero_one_chunk{12, 16, 64, 64, true}, zero_two_chunks{40, 16, 8, 8, true};
+  FixtureTraits one_token{1, 16, 64, 64, false, 1, 2}, rect{33, 32, 16, 8, false, 1, 2},
+      zero_one_chunk{12, 16, 64, 64, true, 1, 2}, zero_two_chunks{40, 16, 8, 8, true, 1, 2},
+      wide{40, 16, 8, 8, false, 2, 3};
   EXPECT_FALSE(fixture_class_matches("two-rows", one_token));
   EXPECT_FALSE(fixture_class_matches("square-state", rect));
   EXPECT_FALSE(fixture_class_matches("two-whole-chunks", rect));  // 33 rows at chunk 32
@@ -95,6 +96,12 @@ TEST(Catalog, FixtureClassesReadTheShapeAndH0) {
   EXPECT_TRUE(fixture_class_matches("square-state+state-in", zero_two_chunks));
   EXPECT_FALSE(fixture_class_matches("nonzero-h0", zero_two_chunks));
   EXPECT_TRUE(fixture_class_matches("any", one_token));
+  EXPECT_TRUE(fixture_class_matches("short+one-row-tail", one_token));
+  EXPECT_TRUE(fixture_class_matches("chunk-32+rect-state+one-row-tail", rect));
+  EXPECT_FALSE(fixture_class_matches("long-tail", wide));  // 8 of 16 rows is half, not more
+  EXPECT_TRUE(fixture_class_matches("long-tail", FixtureTraits{60, 16, 8, 16, false, 1, 2}));
+  EXPECT_TRUE(fixture_class_matches("multi-batch+many-heads", wide));
+  EXPECT_FALSE(fixture_class_matches("multi-batch", zero_two_chunks));
   EXPECT_THROW(fixture_class_matches("square-state+round", rect), InputError);
   EXPECT_EQ(fault("state-transposed").red.front().fixtures, "square-state+state-in");
   EXPECT_TRUE(has_selector(fault("h0-ignored").green, "*-h0zero.*", "any"));

@@ -526,7 +526,49 @@ TEST(MetamorphicCanFail, DependingOnTheBatchSizeFailsBatchHeadIndependence) {
       });
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.batch-head", batchy);
   EXPECT_EQ(r.verdict, "fail");
-  EXPECT_TRUE(mentions(r.reasons, "dv batch 0 unchanged:")) << ::testing::PrintToString(r.reasons);
+  EXPECT_TRUE(mentions(r.reasons, "dv unchanged with B doubled:"))
+      << ::testing::PrintToString(r.reasons);
+}
+
+// Heads other than the first decay with the first head's gates (a bug class
+// of the varlen/HV kernels). Perturbing every head but the first cannot show
+// it; keeping the last head and perturbing the others does.
+TEST(MetamorphicCanFail, HeadsReadingTheFirstHeadsGatesFailBatchHeadAtTheLastHead) {
+  const Broken borrower(
+      "cpu-chunk", [](const KernelShape& s, Buffers& in, Buffers&, ExecutionRecord&, bool before) {
+        if (!before) return;
+        auto& g = in["g"];
+        const int w = s.op == Op::gdn ? 1 : s.K;
+        for (int b = 0; b < s.B; ++b)
+          for (int t = 0; t < s.T; ++t)
+            for (int h = 1; h < s.H; ++h)
+              for (int i = 0; i < w; ++i)
+                g[token_offset(s.T, s.H, w == 1 ? 0 : w, b, t, h, i)] =
+                    g[token_offset(s.T, s.H, w == 1 ? 0 : w, b, t, 0, i)];
+      });
+  const GateResult r = run_with("kda.cpu-chunk.t40-c16-b2h3.batch-head", borrower);
+  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_TRUE(mentions(r.reasons, "o head 2 unchanged:")) << ::testing::PrintToString(r.reasons);
+  EXPECT_FALSE(mentions(r.reasons, "o head 0 unchanged:"));
+}
+
+// Split-call splits inside a chunk too (issue 11): the split at t = 1 makes a
+// first call of one row. A kernel that starts a call shorter than a chunk
+// from zero is red there, against the oracle, and green at the boundary.
+TEST(MetamorphicCanFail, AShortCallThatDropsH0FailsSplitCallInsideAChunk) {
+  EXPECT_EQ(split_points(40, 16),
+            (std::vector<SplitPoint>{{1, false}, {8, false}, {16, true}, {32, true}, {39, false}}));
+  EXPECT_EQ(split_points(33, 32), (std::vector<SplitPoint>{{1, false}, {16, false}, {32, true}}));
+  EXPECT_EQ(split_points(1, 16), (std::vector<SplitPoint>{}));
+  const Broken forgetful(
+      "cpu-chunk", [](const KernelShape& s, Buffers& in, Buffers&, ExecutionRecord&, bool before) {
+        if (before && s.T < s.chunk) std::fill(in["h0"].begin(), in["h0"].end(), 0.0f);
+      });
+  const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.split-call", forgetful);
+  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_TRUE(mentions(r.reasons, "o split at t=1 vs oracle:"))
+      << ::testing::PrintToString(r.reasons);
+  EXPECT_FALSE(mentions(r.reasons, "split at t=16:"));
 }
 
 }  // namespace

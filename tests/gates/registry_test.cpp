@@ -23,19 +23,22 @@ TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
   std::set<std::string> names;
   for (const auto& g : gates) names.insert(g.name);
   EXPECT_EQ(names.size(), gates.size()) << "gate names are unique";
-  // 73 fixtures x 4 backends x 2 phases, + 3 ops x 4 backends x (3 relations
-  // on t40-c16 + causality on a stress fixture)
-  EXPECT_EQ(gates.size(), 73u * 4 * 2 + 3 * 4 * 4);
+  // 76 fixtures x 4 backends x 2 phases, + 3 ops x 4 backends x (3 relations
+  // on t40-c16, causality on a stress fixture, split-call at chunks 32 and 64,
+  // batch-head on t40-c16-b2h3)
+  EXPECT_EQ(gates.size(), 76u * 4 * 2 + 3 * 4 * (3 + 1 + 2 + 1));
   for (const char* name :
        {"gdn2.cpu-chunk.t32-c16.bwd", "kda.cpu-recurrent.t200-c64.fwd",
         "gdn.cuda-chunk.t32-c16-bf16.bwd", "gdn2.cuda-recurrent.t40-c16.split-call",
-        "kda.cpu-chunk.t40-c16.causality", "gdn.cpu-recurrent.t40-c16.batch-head"})
+        "kda.cpu-chunk.t40-c16.causality", "gdn.cpu-recurrent.t40-c16.batch-head",
+        "kda.cuda-chunk.t56-c32-stress.split-call", "gdn.cpu-chunk.t65-c64-k16v8.split-call",
+        "gdn2.cpu-chunk.t40-c16-b2h3.batch-head"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 
 TEST(Registry, GlobsSelectAndAGlobThatMatchesNothingIsAnError) {
   const auto gates = all_gates(kFixtures);
-  EXPECT_EQ(select_gates(gates, {"gdn2.cpu-chunk.*.bwd"}).size(), 22u);
+  EXPECT_EQ(select_gates(gates, {"gdn2.cpu-chunk.*.bwd"}).size(), 23u);
   EXPECT_EQ(select_gates(gates, {"*.t40-c16.causality"}).size(), 12u);
   EXPECT_TRUE(glob_match("a?c*", "abcdef"));
   EXPECT_FALSE(glob_match("a?c", "abcd"));
