@@ -79,22 +79,31 @@ nlohmann::json TermComparison::to_json() const {
   return row;
 }
 
+TermLayout::TermLayout(const kernels::KernelShape& s, const std::string& term)
+    : T(s.T), H(s.H), K(s.K), V(s.V) {
+  const int w = kernels::tensor_width(s, term);
+  state = w < 0;
+  width = w <= 0 ? 1 : static_cast<std::size_t>(w);
+}
+
+std::vector<std::int64_t> TermLayout::unravel(std::size_t flat) const {
+  if (state) {
+    const auto j = static_cast<std::int64_t>(flat % V);
+    flat /= V;
+    const auto i = static_cast<std::int64_t>(flat % K);
+    flat /= K;
+    return {static_cast<std::int64_t>(flat / H), static_cast<std::int64_t>(flat % H), i, j};
+  }
+  const auto i = static_cast<std::int64_t>(flat % width);
+  flat /= width;
+  const auto h = static_cast<std::int64_t>(flat % H);
+  flat /= H;
+  return {static_cast<std::int64_t>(flat / T), static_cast<std::int64_t>(flat % T), h, i};
+}
+
 std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::string& term,
                                   std::size_t flat) {
-  const int width = kernels::tensor_width(s, term);
-  if (width < 0) {
-    const auto j = static_cast<std::int64_t>(flat % s.V);
-    flat /= s.V;
-    const auto i = static_cast<std::int64_t>(flat % s.K);
-    flat /= s.K;
-    return {static_cast<std::int64_t>(flat / s.H), static_cast<std::int64_t>(flat % s.H), i, j};
-  }
-  const std::size_t w = width == 0 ? 1 : width;
-  const auto i = static_cast<std::int64_t>(flat % w);
-  flat /= w;
-  const auto h = static_cast<std::int64_t>(flat % s.H);
-  flat /= s.H;
-  return {static_cast<std::int64_t>(flat / s.T), static_cast<std::int64_t>(flat % s.T), h, i};
+  return TermLayout(s, term).unravel(flat);
 }
 
 std::string figure_text(double x) {
@@ -113,9 +122,9 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
   TermComparison c;
   c.term = term;
   c.bar = bar;
-  const bool state = kernels::tensor_width(s, term) < 0;
+  const TermLayout layout(s, term);
   c.index_names = index_names(s, term);
-  const int chunks = state ? 0 : (s.T + s.chunk - 1) / s.chunk;
+  const int chunks = layout.state ? 0 : (s.T + s.chunk - 1) / s.chunk;
   std::vector<double> chunk_abs(chunks, 0.0);
   double sum_diff2 = 0.0, sum_ref2 = 0.0;
   std::size_t worst = 0;
@@ -133,12 +142,12 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
       worst = i;
     }
     if (chunks > 0) {
-      const auto t = unravel(s, term, i)[1];
+      const auto t = layout.unravel(i)[1];
       auto& slot = chunk_abs[static_cast<std::size_t>(t / s.chunk)];
       slot = std::max(slot, diff);
     }
   }
-  c.worst_index = unravel(s, term, worst);
+  c.worst_index = layout.unravel(worst);
   if (c.non_finite > 0) {
     c.status = TermStatus::fail;
     c.rel = c.rms_rel = c.margin = std::numeric_limits<double>::infinity();

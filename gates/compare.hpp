@@ -92,6 +92,15 @@ std::vector<TermComparison> compare_terms(
 // measured), "inf".
 std::string figure_text(double x);
 
+// A named tensor's layout, looked up once per term (the op table, core/op.hpp):
+// its flat indices unravel to (b, t, h, i), or (b, h, i, j) for a state.
+struct TermLayout {
+  bool state = false;
+  std::size_t width = 1;  // per-token channels (1 for a scalar per token and head)
+  int T = 1, H = 1, K = 1, V = 1;
+  TermLayout(const kernels::KernelShape& shape, const std::string& term);
+  std::vector<std::int64_t> unravel(std::size_t flat) const;
+};
 // The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
 std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,
                                   std::size_t flat);

@@ -107,7 +107,7 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
                                  source, s.chunk));
 
   for (const auto& name : kernels::kernel_input_names(s.op)) {
-    if (phase == Phase::fwd && (name == "do" || name == "dht")) continue;
+    if (phase == Phase::fwd && find_tensor(s.op, name)->role == Role::cotangent) continue;
     const Tensor& t = require(file, source, name, s.op);
     const Shape want = tensor_shape(s, name);
     if (t.shape() != want)
@@ -130,7 +130,9 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
   // bf16 sees exactly the numbers the oracle saw.
   if (auto it = file.metadata.find("dtype"); it != file.metadata.end() && it->second == "bf16") {
     for (const auto& name : kernels::kernel_input_names(s.op)) {
-      if (name == "h0" || name == "do" || name == "dht" || !job.inputs.count(name)) continue;
+      // h0 and the cotangents are not held to the input dtype
+      const TensorInfo t = *find_tensor(s.op, name);
+      if (t.axis == Axis::state || t.role == Role::cotangent || !job.inputs.count(name)) continue;
       const auto& values = job.inputs.at(name);
       for (std::size_t i = 0; i < values.size(); ++i)
         if (round_to_bf16(values[i]) != values[i])

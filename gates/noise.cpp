@@ -167,7 +167,8 @@ Excess worst_excess(const std::vector<double>& alpha, const std::vector<Band>& b
 Slopes regression_slopes(const KernelShape& s, const std::string& term,
                          const std::vector<double>& candidate,
                          const std::vector<double>& reference) {
-  const bool state = kernels::tensor_width(s, term) < 0;
+  const TermLayout layout(s, term);
+  const bool state = layout.state;
   const std::size_t chunks = state ? 0 : static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
   const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
   std::vector<double> chunk_cross(chunks, 0.0), chunk_ref(chunks, 0.0);
@@ -179,7 +180,7 @@ Slopes regression_slopes(const KernelShape& s, const std::string& term,
     cross += e;
     ref2 += r * r;
     err2 += (candidate[i] - r) * (candidate[i] - r);
-    const auto index = unravel(s, term, i);  // (b, t, h, i) or (b, h, i, j)
+    const auto index = layout.unravel(i);  // (b, t, h, i) or (b, h, i, j)
     const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
                              static_cast<std::size_t>(state ? index[1] : index[2]);
     head_cross[head] += e;
@@ -216,16 +217,16 @@ NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase 
       const std::vector<double> got(out.at(term).begin(), out.at(term).end());
       TermNoise& noise = model.terms[term];
       const double amax = max_abs(ref);
-      const bool state = kernels::tensor_width(shape, term) < 0;
+      const TermLayout layout(shape, term);
       const std::size_t chunks =
-          state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
+          layout.state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
       noise.chunk_worst_rel.resize(chunks, 0.0);
       double worst = 0.0;
       for (std::size_t i = 0; i < ref.size(); ++i) {
         const double diff = std::abs(got[i] - ref[i]);
         worst = std::max(worst, diff);
         if (chunks > 0) {
-          const auto t = unravel(shape, term, i)[1];
+          const auto t = layout.unravel(i)[1];
           double& slot = noise.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
           slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
         }

@@ -278,8 +278,9 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
   c.bar = 0.0;
   c.index_names = index_names(shape, name);
   long differing = 0, compared = 0;
+  const TermLayout layout(shape, name);
   for (std::size_t i = 0; i < want.size(); ++i) {
-    const auto index = unravel(shape, name, i);
+    const auto index = layout.unravel(i);
     if (!selected(index)) continue;
     ++compared;
     c.ref_amax = std::max(c.ref_amax, static_cast<double>(std::abs(want[i])));
@@ -328,8 +329,9 @@ Buffers perturb_tokens(const KernelShape& s, Buffers inputs, const Predicate& wh
   for (auto& [name, values] : inputs) {
     const int width = kernels::tensor_width(s, name);
     if (width < 0 && name != "h0" && name != "dht") continue;
+    const TermLayout layout(s, name);
     for (std::size_t i = 0; i < values.size(); ++i) {
-      auto index = unravel(s, name, i);
+      auto index = layout.unravel(i);
       // A state has no token: h0 sits before the first token (t = -1), dht after the last
       // (t = T), so causality never moves h0 and batch/head independence moves it per (b, h).
       if (width < 0) index = {index[0], name == "h0" ? -1 : s.T, index[1], index[2]};

@@ -13,41 +13,25 @@
 namespace deltaproof::kernels {
 
 std::vector<std::string> kernel_input_names(Op op) {
-  if (op == Op::gdn2) return {"q", "k", "v", "g", "b", "w", "h0", "do", "dht"};
-  return {"q", "k", "v", "g", "beta", "h0", "do", "dht"};
+  std::vector<std::string> names = tensor_names(op, Role::input);
+  for (auto& name : tensor_names(op, Role::cotangent)) names.push_back(std::move(name));
+  return names;
 }
 
 std::vector<std::string> kernel_output_names(Op op, Phase phase) {
-  std::vector<std::string> names = {"o", "ht"};
+  std::vector<std::string> names = tensor_names(op, Role::output);
   if (phase == Phase::fwd) return names;
-  for (const auto& input : kernel_input_names(op))
-    if (input != "do" && input != "dht") names.push_back("d" + input);
+  for (auto& name : tensor_names(op, Role::gradient)) names.push_back(std::move(name));
   return names;
 }
 
 ChannelAxis channel_axis(const KernelShape& s, std::string_view name) {
-  const std::string_view base =
-      name.size() > 1 && name[0] == 'd' && name != "do" ? name.substr(1) : name;
-  if (base == "h0" || base == "ht" || name == "dht") return ChannelAxis::state;
-  if (base == "q" || base == "k" || base == "b") return ChannelAxis::k;
-  if (base == "g") return s.op == Op::gdn ? ChannelAxis::none : ChannelAxis::k;
-  if (base == "v" || base == "w" || base == "o" || name == "do") return ChannelAxis::v;
-  if (base == "beta") return ChannelAxis::none;
+  if (const auto tensor = find_tensor(s.op, name)) return tensor->axis;
   throw InputError(fmt::format("'{}' is not a tensor of op {}.", name, op_name(s.op)));
 }
 
 int tensor_width(const KernelShape& s, std::string_view name) {
-  switch (channel_axis(s, name)) {
-    case ChannelAxis::state:
-      return -1;
-    case ChannelAxis::k:
-      return s.K;
-    case ChannelAxis::v:
-      return s.V;
-    case ChannelAxis::none:
-      break;
-  }
-  return 0;
+  return axis_width(channel_axis(s, name), s.K, s.V);
 }
 
 void require_f32_contract(const KernelShape& shape, std::string_view backend) {

@@ -54,8 +54,9 @@ std::size_t tensor_size(const KernelShape& shape, std::string_view name);
 // -1 for a state tensor (h0, ht, dht, dh0).
 int tensor_width(const KernelShape& shape, std::string_view name);
 // The channel axis a named tensor's last index runs over: K, V, both (a state
-// [K, V]), or none (one value per token and head). tensor_width derives from it.
-enum class ChannelAxis { k, v, state, none };
+// [K, V]), or none (one value per token and head), from the op table
+// (core/op.hpp); tensor_width derives from it. InputError for an unknown name.
+using ChannelAxis = Axis;
 ChannelAxis channel_axis(const KernelShape& shape, std::string_view name);
 
 struct ExecutionRecord {

@@ -1,6 +1,7 @@
 // oracle/op.cpp — names, layouts and validation of ops, regimes and specs.
 #include "oracle/op.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -66,27 +67,28 @@ Shape TensorLayout::shape(const FixtureSpec& spec) const {
   return {spec.B, spec.T, spec.H, width};
 }
 
-std::vector<TensorLayout> input_layouts(const FixtureSpec& spec) {
-  std::vector<TensorLayout> layouts = {{"q", false, spec.K},
-                                       {"k", false, spec.K},
-                                       {"v", false, spec.V},
-                                       {"g", false, spec.op == Op::gdn ? 0 : spec.K}};
-  if (spec.op == Op::gdn2) {
-    layouts.push_back({"b", false, spec.K});
-    layouts.push_back({"w", false, spec.V});
-  } else {
-    layouts.push_back({"beta", false, 0});
-  }
-  layouts.push_back({"h0", true, 0});
+namespace {
+// The op table's tensors of one role as layouts (core/op.hpp).
+std::vector<TensorLayout> layouts_of(const FixtureSpec& spec, Role role) {
+  std::vector<TensorLayout> layouts;
+  for (const TensorInfo& t : op_tensors(spec.op))
+    if (t.role == role)
+      layouts.push_back({std::string(t.name), t.axis == Axis::state,
+                         std::max(0, axis_width(t.axis, spec.K, spec.V))});
   return layouts;
+}
+}  // namespace
+
+std::vector<TensorLayout> input_layouts(const FixtureSpec& spec) {
+  return layouts_of(spec, Role::input);
 }
 
 std::vector<TensorLayout> cotangent_layouts(const FixtureSpec& spec) {
-  return {{"do", false, spec.V}, {"dht", true, 0}};
+  return layouts_of(spec, Role::cotangent);
 }
 
 std::vector<TensorLayout> output_layouts(const FixtureSpec& spec) {
-  return {{"o", false, spec.V}, {"ht", true, 0}};
+  return layouts_of(spec, Role::output);
 }
 
 std::string gradient_name(std::string_view input_name) {

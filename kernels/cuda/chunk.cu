@@ -169,7 +169,7 @@ __device__ inline ChunkSite chunk_site(const DeviceProblem& p, int num_chunks, i
 // cpu twin's `at % buffer.size()` (kernels/cpu/backends.cpp); the buffer is
 // whole vectors, so a vector wraps whole.
 __device__ inline std::size_t token_row(const DeviceProblem& p, int width, int b, int h, int t) {
-  std::size_t at = tok(p.T, p.H, width, b, t, h, 0);
+  std::size_t at = token_offset(p.T, p.H, width, b, t, h, 0);
   if (t >= p.T) at %= static_cast<std::size_t>(p.B) * p.T * p.H * width;
   return at;
 }
@@ -243,7 +243,8 @@ __device__ inline void prefetch_tokens_l2(const DeviceProblem& p, const void* x,
   const int lines = (width + kLine - 1) / kLine;
   const int last = min(rows, p.T - t0);
   for (int idx = threadIdx.x; idx < last * lines; idx += blockDim.x) {
-    const E* row = static_cast<const E*>(x) + tok(p.T, p.H, width, b, t0 + idx / lines, h, 0);
+    const E* row =
+        static_cast<const E*>(x) + token_offset(p.T, p.H, width, b, t0 + idx / lines, h, 0);
     asm volatile("prefetch.global.L2 [%0];" ::"l"(row + idx % lines * kLine));
   }
 #else
@@ -469,7 +470,8 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   auto load_h0 = [&] {
     for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
       const int k = idx / cols, j = idx % cols;
-      S[k * Ss + j] = DP_FAULT(p.faults, h0_ignored) ? 0.0f : p.h0[st(p.H, K, V, b, h, k, v0 + j)];
+      S[k * Ss + j] =
+          DP_FAULT(p.faults, h0_ignored) ? 0.0f : p.h0[state_offset(p.H, K, V, b, h, k, v0 + j)];
     }
   };
   // chunk c's operands, asked for a chunk ahead
@@ -570,7 +572,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int s = 0; s < 4; ++s) {
         const int r = r0 + s;
         if (r <= last && at.t0 + r < p.T)
-          p.o[tok(p.T, p.H, V, b, at.t0 + r, h, v0 + j)] =
+          p.o[token_offset(p.T, p.H, V, b, at.t0 + r, h, v0 + j)] =
               p.scale * (Qg_S0[r * v_tile + j] + m_u[s]);
       }
     });
@@ -598,7 +600,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   // ht: the last chunk's S_end
   for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
     const int k = idx / cols, j = idx % cols;
-    p.ht[st(p.H, K, V, b, h, k, v0 + j)] = S[k * Ss + j];
+    p.ht[state_offset(p.H, K, V, b, h, k, v0 + j)] = S[k * Ss + j];
   }
 }
 
@@ -632,7 +634,8 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   // the last chunk's dS_end = dht (zero under dht_ignored)
   for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
     const int k = idx / cols, j = idx % cols;
-    dS[k * Ss + j] = DP_FAULT(p.faults, dht_ignored) ? 0.0f : p.dht[st(p.H, K, V, b, h, k, v0 + j)];
+    dS[k * Ss + j] =
+        DP_FAULT(p.faults, dht_ignored) ? 0.0f : p.dht[state_offset(p.H, K, V, b, h, k, v0 + j)];
   }
   __syncthreads();
 
@@ -718,7 +721,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
         // ds_not_handed_back); the first chunk's is dh0 (unwritten under dh0_not_written)
         dS[k * Ss + j] = DP_FAULT(p.faults, ds_not_handed_back) ? 0.0f : dS0;
         if (c == 0 && !DP_FAULT(p.faults, dh0_not_written))
-          p.dh0[st(p.H, K, V, b, h, k, v0 + j)] = dS0;
+          p.dh0[state_offset(p.H, K, V, b, h, k, v0 + j)] = dS0;
       }
     });
     // the glue: dU handed to BK1, this tile's columns added into the scratch
@@ -816,7 +819,7 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     for (int s = 0; s < 4; ++s) {
       const int i = i0 + s;
       if (i >= L || t0 + i >= p.T) continue;
-      const std::size_t out = tok(p.T, p.H, V, b, t0 + i, h, j);
+      const std::size_t out = token_offset(p.T, p.H, V, b, t0 + i, h, j);
       p.dw[out] = dx[s] * read_input<In>(p.v, out);
       p.dv[out] = dx[s] * read_input<In>(p.w, out);
     }
@@ -1006,7 +1009,7 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
       }
       dG[j * K + k] = dG_j[s];  // over dQg_jk, read above by this thread alone
       if (t0 + j < p.T) {
-        const std::size_t out = tok(p.T, p.H, K, b, t0 + j, h, k);
+        const std::size_t out = token_offset(p.T, p.H, K, b, t0 + j, h, k);
         p.dq[out] = dQ[s];
         p.dk[out] = dK[s];
         p.db[out] = dB[s];
@@ -1022,7 +1025,7 @@ __global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
     for (int r = L - 1; r >= 0; --r) {
       running += dG[r * K + k];
       if (t0 + r < p.T)
-        p.dg[tok(p.T, p.H, K, b, t0 + r, h, k)] =
+        p.dg[token_offset(p.T, p.H, K, b, t0 + r, h, k)] =
             DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
     }
   }

@@ -1,6 +1,6 @@
 // kernels/cuda/common.cuh — what every CUDA file of the kernels shares: the
 // checked call and launch macros (an error names the kernel and the shape),
-// the fault switch, FLA-layout index helpers and a device scratch buffer.
+// the fault switch, core's FLA-layout offsets and a device scratch buffer.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/op.hpp"
 #include "kernels/cuda/device_problem.hpp"
 
 namespace deltaproof::kernels::cuda {
@@ -41,13 +42,9 @@ namespace deltaproof::kernels::cuda {
     CUDA_CHECK(cudaDeviceSynchronize(), what, problem); \
   } while (0)
 
-// Token tensor [B,T,H,width] and state [B,H,K,V] offsets, as core/op.hpp.
-__host__ __device__ inline std::size_t tok(int T, int H, int width, int b, int t, int h, int i) {
-  return ((static_cast<std::size_t>(b) * T + t) * H + h) * width + i;
-}
-__host__ __device__ inline std::size_t st(int H, int K, int V, int b, int h, int i, int j) {
-  return ((static_cast<std::size_t>(b) * H + h) * K + i) * V + j;
-}
+// Token tensor [B,T,H,width] and state [B,H,K,V] offsets: core/op.hpp's.
+using deltaproof::state_offset;
+using deltaproof::token_offset;
 
 // A device allocation freed on scope exit (errors name the kernel it is for).
 class DeviceBuffer {

@@ -230,7 +230,7 @@ __device__ void load_token_tile(const DeviceProblem& p, const ThreadPlace& at, i
   __syncthreads();
   for (int idx = static_cast<int>(threadIdx.x); idx < count * p.K; idx += Traits::kThreads) {
     const int m = idx / p.K, i = idx % p.K;
-    const std::size_t n = tok(p.T, p.H, p.K, at.b, t_begin + m, at.h, i);
+    const std::size_t n = token_offset(p.T, p.H, p.K, at.b, t_begin + m, at.h, i);
     const float k = read_input<In>(p.k, n);
     if (with_q) tile.q[idx] = read_input<In>(p.q, n);
     tile.k[idx] = k;
@@ -241,7 +241,7 @@ __device__ void load_token_tile(const DeviceProblem& p, const ThreadPlace& at, i
        idx += Traits::kThreads) {
     const int m = idx / Traits::kVTile, j = at.col0 + idx % Traits::kVTile;
     const bool inside = j < p.V;
-    const std::size_t n = inside ? tok(p.T, p.H, p.V, at.b, t_begin + m, at.h, j) : 0;
+    const std::size_t n = inside ? token_offset(p.T, p.H, p.V, at.b, t_begin + m, at.h, j) : 0;
     tile.v[idx] = inside ? read_input<In>(p.v, n) : 0.0f;
     tile.w[idx] = inside ? read_input<In>(p.w, n) : 0.0f;
     if (with_do) tile.d_o[idx] = inside ? p.d_o[n] : 0.0f;
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 
   // S_0 = h0 (zero under the h0_ignored fault)
   OwnedRows state;
-  load_state(state, p.h0 + st(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
+  load_state(state, p.h0 + state_offset(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
   if (DP_FAULT(p.faults, h0_ignored))
     for (float& x : state) x = 0.0f;
 
@@ -341,11 +341,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
       // o_partials is written again only after the next token's e barrier
       const float o = column_sum(o_own, o_partials, at);
       if (at.row_group == 0 && at.column_valid)
-        p.o[tok(p.T, p.H, p.V, at.b, t, at.h, at.j)] = o * p.scale;
+        p.o[token_offset(p.T, p.H, p.V, at.b, t, at.h, at.j)] = o * p.scale;
     }
   }
   // ht = S_T
-  store_state(state, p.ht + st(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
+  store_state(state, p.ht + state_offset(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
 }
 
 // recurrent.bwd: the reverse sweep of one (b, h) and V tile, a 64-token
@@ -381,7 +381,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
   if (DP_FAULT(p.faults, dht_ignored)) {
     for (float& x : dstate) x = 0.0f;
   } else {
-    load_state(dstate, p.dht + st(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
+    load_state(dstate, p.dht + state_offset(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
   }
 
   for (int segment = num_segments - 1; segment >= 0; --segment) {
@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 
         // u = w*v - e:  dw = du * v,  dv = du * w
         if (at.row_group == 0 && at.column_valid) {
-          const std::size_t nv = tok(p.T, p.H, p.V, at.b, t, at.h, at.j);
+          const std::size_t nv = token_offset(p.T, p.H, p.V, at.b, t, at.h, at.j);
           p.dw[nv] = du * v;
           p.dv[nv] = du * w;
         }
@@ -479,7 +479,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
           const float* row = stage + (sum_id * p.K + i) * Traits::kStageStride;
           float sum = 0.0f;
           for (int col = 0; col < at.cols; ++col) sum += row[col];
-          row_sum_plane(p, row_sums, at.vtile, sum_id)[tok(p.T, p.H, p.K, at.b, t, at.h, i)] = sum;
+          row_sum_plane(p, row_sums, at.vtile,
+                        sum_id)[token_offset(p.T, p.H, p.K, at.b, t, at.h, i)] = sum;
         }
       }
     }
@@ -487,7 +488,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
 
   // dh0 = dS_0
   if (!DP_FAULT(p.faults, dh0_not_written))
-    store_state(dstate, p.dh0 + st(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
+    store_state(dstate, p.dh0 + state_offset(p.H, p.K, p.V, at.b, at.h, 0, 0), p.K, p.V, at);
 }
 
 // recurrent.bwd: dq dk db dg, one element [b,t,h,i] per thread, from the row
