@@ -15,6 +15,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/gdn2_form.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/faults.hpp"
 
@@ -98,25 +99,6 @@ struct Device {
   }
 };
 
-// [B,T,H] -> [B,T,H,width], each value repeated.
-std::vector<float> broadcast(const std::vector<float>& scalar, int width) {
-  std::vector<float> out;
-  out.reserve(scalar.size() * width);
-  for (float x : scalar) out.insert(out.end(), width, x);
-  return out;
-}
-
-// [B,T,H,width] -> [B,T,H]: the sum over the last axis, in order (as cpu-chunk).
-std::vector<float> row_sums(const std::vector<float>& full, int width) {
-  std::vector<float> out(full.size() / width);
-  for (std::size_t r = 0; r < out.size(); ++r) {
-    float sum = 0.0f;
-    for (int i = 0; i < width; ++i) sum += full[r * width + i];
-    out[r] = sum;
-  }
-  return out;
-}
-
 using Runner = void (*)(const DeviceProblem&, bool, LaunchLog&);
 
 // What the kernels need to round under the shape's contract (all zero under f32).
@@ -165,13 +147,13 @@ class CudaBackend final : public Backend {
     p.k = d.upload_input("k", in.at("k"));
     p.v = d.upload_input("v", in.at("v"));
     p.h0 = d.upload("h0", in.at("h0"));
-    p.g = d.upload_input("g", s.op == Op::gdn ? broadcast(in.at("g"), s.K) : in.at("g"));
+    p.g = d.upload_input("g", s.op == Op::gdn ? broadcast_channels(in.at("g"), s.K) : in.at("g"));
     if (s.op == Op::gdn2) {
       p.b = d.upload_input("b", in.at("b"));
       p.w = d.upload_input("w", in.at("w"));
     } else {
-      p.b = d.upload_input("b", broadcast(in.at("beta"), s.K));
-      p.w = d.upload_input("w", broadcast(in.at("beta"), s.V));
+      p.b = d.upload_input("b", broadcast_channels(in.at("beta"), s.K));
+      p.w = d.upload_input("w", broadcast_channels(in.at("beta"), s.V));
     }
     p.o = d.upload("o", out.at("o"));
     p.ht = d.upload("ht", out.at("ht"));
@@ -212,11 +194,12 @@ class CudaBackend final : public Backend {
     if (s.op == Op::gdn2) {
       for (const char* name : {"dg", "db", "dw"}) out.at(name) = d.download(name);
     } else {
-      out.at("dg") = s.op == Op::gdn ? row_sums(d.download("dg_full"), s.K) : d.download("dg");
-      const auto db = row_sums(d.download("db_full"), s.K);
-      const auto dw = row_sums(d.download("dw_full"), s.V);
-      auto& dbeta = out.at("dbeta");
-      for (std::size_t i = 0; i < dbeta.size(); ++i) dbeta[i] = db[i] + dw[i];
+      Buffers gdn2 = {{"dg", d.download(s.op == Op::gdn ? "dg_full" : "dg")},
+                      {"db", d.download("db_full")},
+                      {"dw", d.download("dw_full")}};
+      fold_gradients(s.op, s.K, s.V, gdn2);
+      out.at("dg") = std::move(gdn2.at("dg"));
+      out.at("dbeta") = std::move(gdn2.at("dbeta"));
     }
   }
 
