@@ -1,4 +1,4 @@
-// oracle/evaluate.cpp — running the recurrence of oracle/recurrence.hpp over
+// oracle/evaluate.cpp — running the recurrence of core/recurrence.hpp over
 // every (batch, head) of a problem.
 #include "oracle/evaluate.hpp"
 

@@ -1,7 +1,8 @@
 // oracle/problem.hpp — a fixture's inputs and cotangents as full FLA-layout
 // tensors of doubles (values exactly representable in the spec's input dtype),
 // how they are drawn per regime, and how one (batch, head) sequence is cut out
-// of them and broadcast into the gdn2 form of oracle/recurrence.hpp.
+// of them and broadcast into the gdn2 form of core/recurrence.hpp; the
+// generator's own deliberate faults.
 #pragma once
 
 #include <cstddef>
@@ -9,10 +10,33 @@
 #include <string>
 #include <vector>
 
+#include "core/recurrence.hpp"
 #include "oracle/op.hpp"
-#include "oracle/recurrence.hpp"
 
 namespace deltaproof::oracle {
+
+using deltaproof::Mat;
+using deltaproof::Sequence;
+using deltaproof::SequenceGradients;
+using deltaproof::Trajectory;
+using deltaproof::Vec;
+
+// Deliberate generator bugs, used only to prove the self-checks catch them
+// (background/000 section 5b). All off in a real generation. A fault policy of
+// core/recurrence.hpp.
+struct GeneratorFaults {
+  // The reverse sweep recomputes the decay as exp(exp(g)): the double exp of
+  // background/000, in the half of the oracle that derives gradients.
+  bool double_exp_in_reverse_decay = false;
+  // The state is reset to zero at every multiple of this many tokens, in the
+  // forward and in the reverse sweep alike: a fixture whose carry is cut.
+  int cut_carry_every = 0;
+  bool any() const { return double_exp_in_reverse_decay || cut_carry_every > 0; }
+  bool cuts_carry_before(int t) const {
+    return cut_carry_every > 0 && t > 0 && t % cut_carry_every == 0;
+  }
+  bool reverse_decay_exp_twice() const { return double_exp_in_reverse_decay; }
+};
 
 using TensorMap = std::map<std::string, std::vector<double>>;
 

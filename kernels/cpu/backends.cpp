@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/parallel.hpp"
+#include "core/recurrence.hpp"
 #include "kernels/faults.hpp"
-#include "oracle/recurrence.hpp"
 
 namespace deltaproof::kernels::cpu {
 
@@ -135,9 +135,9 @@ class RecurrentBackend final : public Backend {
     const bool backward = phase == Phase::bwd;
     for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
       const HeadSequence x = gather_head(s, in, b, h, s.T);
-      oracle::Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
+      Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
       if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
-      const auto trajectory = oracle::forward(seq, s.scale, backward);
+      const auto trajectory = deltaproof::forward(seq, s.scale, backward);
       head_record.note("recurrent.fwd");
       HeadResult r;
       r.O = trajectory.o;
@@ -146,7 +146,7 @@ class RecurrentBackend final : public Backend {
         const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
         const MatF dht = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(s.K, s.V)
                                                        : gather_state(s, in.at("dht"), b, h);
-        auto grad = oracle::reverse(seq, trajectory, dO, dht, s.scale);
+        auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
         head_record.note("recurrent.bwd");
         if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
         r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};

@@ -1,6 +1,6 @@
 // kernels/cpu/backends.hpp — the two host backends: cpu-chunk (the chunked WY
 // algorithm of chunk.hpp) and cpu-recurrent (the token-by-token recurrence and
-// its reverse sweep, in f32: the definition's own template, oracle/recurrence.hpp).
+// its reverse sweep, in f32: the definition's own template, core/recurrence.hpp).
 #pragma once
 
 #include "kernels/backend.hpp"

@@ -1,6 +1,6 @@
 // kernels/cuda/recurrent.cu — cuda-recurrent: DESIGN.md section 1 token by
 // token on the GPU, and its hand-derived reverse sweep. The device twin of
-// oracle/recurrence.hpp (forward() and reverse(), which cpu-recurrent runs in
+// core/recurrence.hpp (forward() and reverse(), which cpu-recurrent runs in
 // f32 on the host): the same equations, the same names (state, decay, bk, u,
 // du, dstate, decayed, current, dpre, dbk, previous).
 //

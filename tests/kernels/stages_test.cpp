@@ -51,7 +51,7 @@ TEST(Stages, ChunkEndStatesMatchTheOracle) {
   const FixtureSpec s = spec(oracle::Op::gdn2, 1, 80, 1, 6, 5, 16);
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
-  const auto reference = oracle::forward(x, s.scale(), true);
+  const auto reference = deltaproof::forward(x, s.scale(), true);
   const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
   MatF state = head.h0;
   for (int c = 0; c < s.num_chunks(); ++c) {
@@ -76,7 +76,7 @@ TEST(Stages, Bk2StateGradientsMatchTheOracleAtEveryBoundary) {
   const FixtureSpec s = spec(oracle::Op::kda, 1, 64, 1, 4, 4, 16);
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
-  const auto trajectory = oracle::forward(x, s.scale(), true);
+  const auto trajectory = deltaproof::forward(x, s.scale(), true);
   const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
 
@@ -97,13 +97,13 @@ TEST(Stages, Bk2StateGradientsMatchTheOracleAtEveryBoundary) {
     const MatF dS0 = kernels::cpu::bk2_state_gradient(kernels::cpu::chunk_intra(in),
                                                       dO.middleRows(c * 16, 16), dS_end, s.scale());
     // the oracle: the suffix from token 16c, started from the oracle's state there
-    oracle::Sequence<double> suffix{x.q.bottomRows(s.T - 16 * c), x.k.bottomRows(s.T - 16 * c),
-                                    x.g.bottomRows(s.T - 16 * c), x.b.bottomRows(s.T - 16 * c),
-                                    x.v.bottomRows(s.T - 16 * c), x.w.bottomRows(s.T - 16 * c),
-                                    trajectory.states[16 * c]};
-    const auto suffix_fwd = oracle::forward(suffix, s.scale(), true);
+    Sequence<double> suffix{x.q.bottomRows(s.T - 16 * c), x.k.bottomRows(s.T - 16 * c),
+                            x.g.bottomRows(s.T - 16 * c), x.b.bottomRows(s.T - 16 * c),
+                            x.v.bottomRows(s.T - 16 * c), x.w.bottomRows(s.T - 16 * c),
+                            trajectory.states[16 * c]};
+    const auto suffix_fwd = deltaproof::forward(suffix, s.scale(), true);
     const Mat<double> suffix_dout = dout.bottomRows(s.T - 16 * c);
-    const auto suffix_grad = oracle::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale());
+    const auto suffix_grad = deltaproof::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale());
     EXPECT_LT(rel(dS0, suffix_grad.dh0), 5e-6) << "dS at the start of chunk " << c;
     dS_end = dS0;
   }
@@ -115,17 +115,18 @@ TEST(Stages, Bk1OnAMiddleChunkMatchesTheOracle) {
   const FixtureSpec s = spec(oracle::Op::gdn2, 1, 48, 1, 5, 3, 16);
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
-  const auto trajectory = oracle::forward(x, s.scale(), true);
+  const auto trajectory = deltaproof::forward(x, s.scale(), true);
   const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
-  const auto full = oracle::reverse(x, trajectory, dout, dht, s.scale());
+  const auto full = deltaproof::reverse(x, trajectory, dout, dht, s.scale());
   // dS at the end of chunk 1 (token 32): dh0 of the suffix from 32
-  oracle::Sequence<double> suffix{x.q.bottomRows(16),   x.k.bottomRows(16), x.g.bottomRows(16),
-                                  x.b.bottomRows(16),   x.v.bottomRows(16), x.w.bottomRows(16),
-                                  trajectory.states[32]};
-  const auto suffix_fwd = oracle::forward(suffix, s.scale(), true);
+  Sequence<double> suffix{x.q.bottomRows(16),   x.k.bottomRows(16), x.g.bottomRows(16),
+                          x.b.bottomRows(16),   x.v.bottomRows(16), x.w.bottomRows(16),
+                          trajectory.states[32]};
+  const auto suffix_fwd = deltaproof::forward(suffix, s.scale(), true);
   const Mat<double> suffix_dout = dout.bottomRows(16);
-  const Mat<double> dS_end = oracle::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale()).dh0;
+  const Mat<double> dS_end =
+      deltaproof::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale()).dh0;
 
   const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
   kernels::cpu::ChunkInputs in;

@@ -1,7 +1,10 @@
-// oracle/recurrence.hpp — the definition of DESIGN.md section 1, token by
-// token, templated on the scalar type (double, quad, forward-mode duals), and
-// its hand-derived reverse sweep. One (batch, head) sequence at a time, in the
-// general gdn2 form (kda and gdn are broadcast into it by oracle/op.hpp).
+// core/recurrence.hpp — the definition of DESIGN.md section 1, token by
+// token, templated on the scalar type (double, quad, forward-mode duals for
+// the oracle; float for cpu-recurrent), and its hand-derived reverse sweep.
+// One (batch, head) sequence at a time, in the general gdn2 form (kda and gdn
+// are broadcast into it: core/gdn2_form.hpp). Deliberate faults come in as a
+// policy (NoFaults compiles every fault branch away; the oracle's
+// GeneratorFaults, oracle/problem.hpp, switches its own at run time).
 //
 // Forward, per token t (S is K x V):
 //   a = exp(g_t);  P = Diag(a) S_{t-1};  e = P^T (b_t * k_t)
@@ -22,7 +25,7 @@
 
 #include <Eigen/Dense>
 
-namespace deltaproof::oracle {
+namespace deltaproof {
 
 template <class S>
 using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -38,16 +41,12 @@ struct Sequence {
   int length() const { return static_cast<int>(q.rows()); }
 };
 
-// Deliberate generator bugs, used only to prove the self-checks catch them
-// (background/000 section 5b). All off in a real generation.
-struct GeneratorFaults {
-  // The reverse sweep recomputes the decay as exp(exp(g)): the double exp of
-  // background/000, in the half of the oracle that derives gradients.
-  bool double_exp_in_reverse_decay = false;
-  // The state is reset to zero at every multiple of this many tokens, in the
-  // forward and in the reverse sweep alike: a fixture whose carry is cut.
-  int cut_carry_every = 0;
-  bool any() const { return double_exp_in_reverse_decay || cut_carry_every > 0; }
+// The fault policy of a clean run. A policy answers two questions: is the
+// carried state cut (set to zero) before token t, and does the reverse sweep
+// exponentiate its decay twice.
+struct NoFaults {
+  static constexpr bool cuts_carry_before(int) { return false; }
+  static constexpr bool reverse_decay_exp_twice() { return false; }
 };
 
 template <class S>
@@ -72,16 +71,11 @@ S exp_of(const S& x) {
   return exp(x);
 }
 
-template <class S>
-bool carry_is_cut_before(int t, const GeneratorFaults& faults) {
-  return faults.cut_carry_every > 0 && t > 0 && t % faults.cut_carry_every == 0;
-}
-
 }  // namespace detail
 
-template <class S>
+template <class S, class Faults = NoFaults>
 Trajectory<S> forward(const Sequence<S>& x, const S& scale, bool keep_states,
-                      const GeneratorFaults& faults = {}) {
+                      const Faults& faults = {}) {
   const int T = x.length();
   const auto K = x.k.cols();
   const auto V = x.v.cols();
@@ -92,7 +86,7 @@ Trajectory<S> forward(const Sequence<S>& x, const S& scale, bool keep_states,
   Vec<S> decay(K), bk(K), u(V);
   for (int t = 0; t < T; ++t) {
     if (keep_states) out.states.push_back(state);
-    if (detail::carry_is_cut_before<S>(t, faults)) state.setZero();
+    if (faults.cuts_carry_before(t)) state.setZero();
     for (Eigen::Index i = 0; i < K; ++i) decay(i) = detail::exp_of(x.g(t, i));
     state = decay.asDiagonal() * state;  // P = Diag(exp g_t) S_{t-1}
     bk = x.b.row(t).transpose().cwiseProduct(x.k.row(t).transpose());
@@ -118,10 +112,9 @@ S loss(const Trajectory<S>& fwd, const Mat<S>& dout, const Mat<S>& dht) {
 }
 
 // The reverse sweep; `fwd` must hold the states (keep_states = true).
-template <class S>
+template <class S, class Faults = NoFaults>
 SequenceGradients<S> reverse(const Sequence<S>& x, const Trajectory<S>& fwd, const Mat<S>& dout,
-                             const Mat<S>& dht, const S& scale,
-                             const GeneratorFaults& faults = {}) {
+                             const Mat<S>& dht, const S& scale, const Faults& faults = {}) {
   const int T = x.length();
   const auto K = x.k.cols();
   const auto V = x.v.cols();
@@ -137,11 +130,11 @@ SequenceGradients<S> reverse(const Sequence<S>& x, const Trajectory<S>& fwd, con
   Vec<S> decay(K), bk(K), u(V), du(V), dbk(K);
   const Mat<S> cut_state = Mat<S>::Zero(K, V);
   for (int t = T - 1; t >= 0; --t) {
-    const Mat<S>& previous = detail::carry_is_cut_before<S>(t, faults) ? cut_state : fwd.states[t];
+    const Mat<S>& previous = faults.cuts_carry_before(t) ? cut_state : fwd.states[t];
     const Mat<S>& current = fwd.states[t + 1];
     for (Eigen::Index i = 0; i < K; ++i) {
       decay(i) = detail::exp_of(x.g(t, i));
-      if (faults.double_exp_in_reverse_decay) decay(i) = detail::exp_of(decay(i));
+      if (faults.reverse_decay_exp_twice()) decay(i) = detail::exp_of(decay(i));
     }
     decayed = decay.asDiagonal() * previous;  // P, recomputed
     bk = x.b.row(t).transpose().cwiseProduct(x.k.row(t).transpose());
@@ -169,10 +162,10 @@ SequenceGradients<S> reverse(const Sequence<S>& x, const Trajectory<S>& fwd, con
       grad.dg(t, i) = decay(i) * row_sum;
     }
     dstate = decay.asDiagonal() * dpre;
-    if (detail::carry_is_cut_before<S>(t, faults)) dstate.setZero();
+    if (faults.cuts_carry_before(t)) dstate.setZero();
   }
   grad.dh0 = std::move(dstate);
   return grad;
 }
 
-}  // namespace deltaproof::oracle
+}  // namespace deltaproof
