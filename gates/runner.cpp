@@ -413,6 +413,14 @@ void run_causality(const kernels::Backend& backend, const LoadedFixture& f, Gate
   }
 }
 
+// An oracle comparison at the family's bars.
+CompareOptions family_compare(const Family& family) {
+  CompareOptions compare;
+  compare.fwd_bar = family.bars.fwd.value;
+  compare.bwd_bar = family.bars.bwd.value;
+  return compare;
+}
+
 // One split of T at P: the two calls' outputs re-assembled in the whole
 // call's layout.
 Buffers split_call(const kernels::Backend& backend, const KernelShape& s, const Buffers& inputs,
@@ -456,6 +464,7 @@ void run_split_call(const kernels::Backend& backend, const Gate& gate, const Loa
   const KernelShape& s = f.job.shape;
   const Buffers whole = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
   auto all = [](const auto&) { return true; };
+  const CompareOptions compare = family_compare(*gate.family);
   for (const SplitPoint& point : split_points(s.T, s.chunk)) {
     const Buffers joined = split_call(backend, s, f.job.inputs, point.at, r.record);
     if (point.boundary) {
@@ -464,9 +473,6 @@ void run_split_call(const kernels::Backend& backend, const Gate& gate, const Loa
                                        joined.at(name), whole.at(name), all));
       continue;
     }
-    CompareOptions compare;
-    compare.fwd_bar = gate.family->bars.fwd.value;
-    compare.bwd_bar = gate.family->bars.bwd.value;
     for (TermComparison& t :
          compare_terms(s, Phase::bwd, as_doubles(joined), f.reference, compare)) {
       const std::string label = fmt::format("{} split at t={} vs oracle", t.term, point.at);
@@ -477,52 +483,39 @@ void run_split_call(const kernels::Backend& backend, const Gate& gate, const Loa
   }
 }
 
-// The (batch, head) of an output element: (b, t, h, i) for tokens, (b, h, i, j) for states.
-int head_of(const KernelShape& s, const std::string& name, const std::vector<std::int64_t>& idx) {
-  return static_cast<int>(kernels::tensor_width(s, name) < 0 ? idx[1] : idx[2]);
-}
-
 void run_batch_head(const kernels::Backend& backend, const LoadedFixture& f, GateResult& r) {
   const KernelShape& s = f.job.shape;
   const Buffers clean = run_poisoned(backend, s, f.job.inputs, Phase::bwd, r.record);
   const auto names = kernels::kernel_output_names(s.op, Phase::bwd);
-  // heads: perturb every head but one (the first, then the last); its results
-  // keep their bits and the others' o moves. A head that reads another's
-  // inputs shows on one of the two.
-  std::vector<int> kept_heads = {0};
-  if (s.H > 1) kept_heads.push_back(s.H - 1);
-  for (const int kept : kept_heads) {
-    const Buffers perturbed = run_poisoned(
-        backend, s,
-        perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[2] != kept; }),
-        Phase::bwd, r.record);
+  // Perturbs every head (or sequence) but `kept`: its results keep their bits
+  // and, where there are others, the others' o moves. `index_of` reads the
+  // head or sequence from an index, (b, t, h, i) or a state's (b, h, i, j).
+  auto keep_one = [&](const char* unit, const char* units, int count, int kept, auto index_of) {
+    const Buffers perturbed =
+        run_poisoned(backend, s,
+                     perturb_tokens(s, f.job.inputs,
+                                    [&](const auto& idx) { return index_of(idx, false) != kept; }),
+                     Phase::bwd, r.record);
     for (const auto& name : names) {
+      const bool state = TermLayout(s, name).state;
       r.terms.push_back(bitwise_term(
-          fmt::format("{} head {} unchanged", name, kept), s, name, perturbed.at(name),
-          clean.at(name), [&](const auto& idx) { return head_of(s, name, idx) == kept; }));
-      if (s.H > 1 && name == "o")
+          fmt::format("{} {} {} unchanged", name, unit, kept), s, name, perturbed.at(name),
+          clean.at(name), [&](const auto& idx) { return index_of(idx, state) == kept; }));
+      if (count > 1 && name == "o")
         r.terms.push_back(moved_term(
-            fmt::format("o heads but {} moved", kept), s, name, perturbed.at(name), clean.at(name),
-            [&](const auto& idx) { return head_of(s, name, idx) != kept; }));
+            fmt::format("o {} but {} moved", units, kept), s, name, perturbed.at(name),
+            clean.at(name), [&](const auto& idx) { return index_of(idx, state) != kept; }));
     }
-  }
-  // batches, where there are several: the same with a kept sequence
-  std::vector<int> kept_batches;
-  if (s.B > 1) kept_batches = {0, s.B - 1};
-  for (const int kept : kept_batches) {
-    const Buffers perturbed = run_poisoned(
-        backend, s,
-        perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[0] != kept; }),
-        Phase::bwd, r.record);
-    for (const auto& name : names) {
-      r.terms.push_back(bitwise_term(fmt::format("{} batch {} unchanged", name, kept), s, name,
-                                     perturbed.at(name), clean.at(name),
-                                     [&](const auto& idx) { return idx[0] == kept; }));
-      if (name == "o")
-        r.terms.push_back(moved_term(fmt::format("o batches but {} moved", kept), s, name,
-                                     perturbed.at(name), clean.at(name),
-                                     [&](const auto& idx) { return idx[0] != kept; }));
-    }
+  };
+  auto head_of = [](const auto& idx, bool state) { return state ? idx[1] : idx[2]; };
+  auto batch_of = [](const auto& idx, bool) { return idx[0]; };
+  // the first head, then the last: a head that reads another's inputs shows on one
+  keep_one("head", "heads", s.H, 0, head_of);
+  if (s.H > 1) keep_one("head", "heads", s.H, s.H - 1, head_of);
+  // the same with a kept sequence, where there are several
+  if (s.B > 1) {
+    keep_one("batch", "batches", s.B, 0, batch_of);
+    keep_one("batch", "batches", s.B, s.B - 1, batch_of);
   }
   // the batch size: append a perturbed copy of every sequence; the first B keep their bits
   KernelShape doubled = s;
@@ -561,16 +554,13 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
       options.backend ? *options.backend : kernels::find_backend(gate.family->backend);
   if (gate.kind == GateKind::oracle) {
     const Buffers out = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, r.record);
-    const PhaseBars& bars = gate.family->bars;
     auto candidate = as_doubles(out);
     if (DELTAPROOF_FAULT(layout_swapped)) read_head_first(f.job.shape, candidate);
     const auto reference = DELTAPROOF_FAULT(reference_other_seed)
                                ? reference_of_other_seed(f.file, fixture.string(), gate.phase)
                                : f.reference;
-    CompareOptions compare;
-    compare.fwd_bar = bars.fwd.value;
-    compare.bwd_bar = bars.bwd.value;
-    r.terms = compare_terms(f.job.shape, gate.phase, candidate, reference, compare);
+    r.terms =
+        compare_terms(f.job.shape, gate.phase, candidate, reference, family_compare(*gate.family));
     r.determinism.repeats = std::max(1, options.repeat);
     for (int i = 1; i < options.repeat && r.determinism.identical; ++i) {
       kernels::ExecutionRecord again;
