@@ -11,9 +11,9 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "gates/instrument_faults.hpp"
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
-#include "kernels/faults.hpp"
 #include "oracle/coverage.hpp"
 
 namespace deltaproof::cli {
@@ -44,7 +44,8 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
   a.run->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
   if (kernels::kFaultsCompiledIn)
     a.run->add_option("--fault", a.fault,
-                      "falsify build: switch one kernel fault on by id (kernels/faults.cpp)");
+                      "falsify build: switch one kernel or instrument fault on by id "
+                      "(falsify/catalog.json)");
 
   a.check =
       gate->add_subcommand("check", "Gate a candidate computed by anything against a fixture");
@@ -172,7 +173,7 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     options.replay = a.replay;
     options.self_exe = self_exe;
 #ifdef DELTAPROOF_FALSIFY
-    kernels::set_active_fault(a.fault);
+    gates::set_active_fault(a.fault);
     options.fault = a.fault;
 #endif
     std::vector<gates::GateResult> results;

@@ -227,9 +227,7 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
 #ifdef DELTAPROOF_FALSIFY
     if (with_catalog) {
       for (const auto& info : kernels::fault_catalog()) {
-        if (info.cls != kernels::FaultClass::kernel || (info.cuda_only && !on_gpu) ||
-            info.coverage_proof)
-          continue;
+        if ((info.cuda_only() && !on_gpu) || info.coverage_proof()) continue;
         kernels::set_active_fault(info.id);
         Values candidate;
         try {
@@ -243,7 +241,7 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
         o.fixture = name;
         o.fault = std::string(info.id);
         o.kind = PrecisionFaultKind::catalog;
-        o.required = !info.sanitizer_only;
+        o.required = !info.sanitizer_only();
         o = judged(candidate, o);
         if (o.required) catalog_kills[o.fault] += o.killed ? 1 : 0;
         campaign.outcomes.push_back(o);

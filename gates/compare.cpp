@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "kernels/faults.hpp"
+#include "gates/instrument_faults.hpp"
 
 namespace deltaproof::gates {
 
@@ -167,7 +167,8 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
     return c;
   }
   c.rel = c.abs_max / c.ref_amax;
-  if (DELTAPROOF_FAULT(per_entry_relative_metric)) {  // the metric background/001 rejects
+  // the metric background/001 rejects
+  if (DELTAPROOF_INSTRUMENT_FAULT(per_entry_relative_metric)) {
     c.rel = 0.0;
     for (std::size_t i = 0; i < b.size(); ++i)
       if (b[i] != 0.0) c.rel = std::max(c.rel, std::abs(a[i] - b[i]) / std::abs(b[i]));

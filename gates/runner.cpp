@@ -21,8 +21,8 @@
 #include "core/safetensors.hpp"
 #include "core/sha256.hpp"
 #include "gates/fixture_io.hpp"
+#include "gates/instrument_faults.hpp"
 #include "gates/noise.hpp"
-#include "kernels/faults.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/fixture.hpp"
 
@@ -126,7 +126,7 @@ Buffers run_poisoned(const kernels::Backend& backend, const KernelShape& shape,
                      const Buffers& inputs, Phase phase, kernels::ExecutionRecord& record) {
   Buffers out = kernels::allocate_outputs(shape, phase, std::nanf(""));
   backend.run(shape, inputs, phase, out, record);
-  if (DELTAPROOF_FAULT(output_not_copied_back)) {  // the copy back of one output is lost
+  if (DELTAPROOF_INSTRUMENT_FAULT(output_not_copied_back)) {  // the copy back of one output is lost
     auto& lost = out.count("dv") ? out.at("dv") : out.at("ht");
     std::fill(lost.begin(), lost.end(), std::nanf(""));
   }
@@ -555,8 +555,8 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
   if (gate.kind == GateKind::oracle) {
     const Buffers out = run_poisoned(backend, f.job.shape, f.job.inputs, gate.phase, r.record);
     auto candidate = as_doubles(out);
-    if (DELTAPROOF_FAULT(layout_swapped)) read_head_first(f.job.shape, candidate);
-    const auto reference = DELTAPROOF_FAULT(reference_other_seed)
+    if (DELTAPROOF_INSTRUMENT_FAULT(layout_swapped)) read_head_first(f.job.shape, candidate);
+    const auto reference = DELTAPROOF_INSTRUMENT_FAULT(reference_other_seed)
                                ? reference_of_other_seed(f.file, fixture.string(), gate.phase)
                                : f.reference;
     r.terms =

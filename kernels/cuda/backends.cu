@@ -49,20 +49,9 @@ namespace {
 
 CudaFaults active_faults() {
   CudaFaults f;
-  f.double_exp_chunk_decay = DELTAPROOF_FAULT(double_exp_chunk_decay);
-  f.state_not_carried = DELTAPROOF_FAULT(state_not_carried);
-  f.ds_not_handed_back = DELTAPROOF_FAULT(ds_not_handed_back);
-  f.state_transposed = DELTAPROOF_FAULT(state_transposed);
-  f.b_dropped_from_a = DELTAPROOF_FAULT(b_dropped_from_a);
-  f.cumulative_decay_off_by_one = DELTAPROOF_FAULT(cumulative_decay_off_by_one);
-  f.scratch_read_before_write = DELTAPROOF_FAULT(scratch_read_before_write);
-  f.dg_sign_flipped = DELTAPROOF_FAULT(dg_sign_flipped);
-  f.dh0_not_written = DELTAPROOF_FAULT(dh0_not_written);
-  f.dht_ignored = DELTAPROOF_FAULT(dht_ignored);
-  f.partial_chunk_reads_past_t = DELTAPROOF_FAULT(partial_chunk_reads_past_t);
-  f.h0_ignored = DELTAPROOF_FAULT(h0_ignored);
-  f.global_scratch_read_before_write = DELTAPROOF_FAULT(global_scratch_read_before_write);
-  f.global_scratch_unwritten = DELTAPROOF_FAULT(global_scratch_unwritten);
+#ifdef DELTAPROOF_FALSIFY
+  f.mask = fault_bit(active_fault());
+#endif
   return f;
 }
 

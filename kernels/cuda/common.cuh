@@ -14,10 +14,12 @@
 
 namespace deltaproof::kernels::cuda {
 
-// DP_FAULT(p.faults, name): the fault is on. False at compile time in a
-// normal build, so the faulty branch compiles to nothing.
+// DP_FAULT(p.faults, name): the fault is on (its bit, kernels::fault_bit, is
+// set in the mask). False at compile time in a normal build, so the faulty
+// branch compiles to nothing.
 #ifdef DELTAPROOF_FALSIFY
-#define DP_FAULT(faults, id) ((faults).id)
+#define DP_FAULT(faults, id) \
+  ((((faults).mask >> (static_cast<int>(::deltaproof::kernels::Fault::id) - 1)) & 1ull) != 0)
 #else
 #define DP_FAULT(faults, id) false
 #endif

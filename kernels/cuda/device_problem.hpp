@@ -11,28 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "kernels/faults.hpp"
 #include "kernels/round_bits.hpp"
 
 namespace deltaproof::kernels::cuda {
 
-// The fault points the CUDA kernels carry (kernels/faults.hpp names them).
-// Set only in a falsify build; a normal build compiles every check to false
-// (DP_FAULT in common.cuh).
+// The fault points switched on, one bit each (kernels::fault_bit; the list
+// is kernels/faults.hpp). Set only in a falsify build; a normal build
+// compiles every check to false (DP_FAULT in common.cuh).
 struct CudaFaults {
-  bool double_exp_chunk_decay = false;
-  bool state_not_carried = false;
-  bool ds_not_handed_back = false;
-  bool state_transposed = false;
-  bool b_dropped_from_a = false;
-  bool cumulative_decay_off_by_one = false;
-  bool scratch_read_before_write = false;
-  bool dg_sign_flipped = false;
-  bool dh0_not_written = false;
-  bool dht_ignored = false;
-  bool partial_chunk_reads_past_t = false;
-  bool h0_ignored = false;
-  bool global_scratch_read_before_write = false;  // a global scratch buffer holds garbage
-  bool global_scratch_unwritten = false;          // ... is never written before it is read
+  unsigned long long mask = 0;
 };
 
 // The element type of the inputs q k v g b w: f32, or bf16 (raw 16-bit

@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "falsify/catalog.hpp"
 #include "falsify/report.hpp"
-#include "kernels/faults.hpp"
+#include "gates/instrument_faults.hpp"
 #include "tests/core/temp_folder.hpp"
 
 namespace deltaproof::falsify {
@@ -47,12 +47,23 @@ TEST(Catalog, HoldsAtLeast18FaultsOfEveryClass) {
 
 TEST(Catalog, HoldsEveryRunTimeFaultPointAndNothingElse) {
   std::set<std::string> points;
-  for (const auto& info : kernels::fault_catalog()) {
+  for (const auto& info : gates::fault_catalog()) {
     points.insert(std::string(info.id));
     const CatalogFault* f = committed().find(std::string(info.id));
     ASSERT_NE(f, nullptr) << "fault point " << info.id
-                          << " (kernels/faults.cpp) is not in the catalog";
+                          << " (kernels/faults.hpp, gates/instrument_faults.hpp) is not in the "
+                             "catalog";
     EXPECT_EQ(f->mechanism, Mechanism::fault_point) << info.id;
+    // the list's class and reach agree with the catalog's class and backends
+    EXPECT_EQ(f->cls, info.cls == kernels::FaultClass::kernel ? "kernel" : "instrument") << info.id;
+    if (info.cls != kernels::FaultClass::kernel) continue;
+    std::set<std::string> backends;
+    for (const auto& at : f->injected_at) backends.insert(at.backend);
+    const bool on_cuda = backends.count("cuda-chunk") || backends.count("cuda-recurrent");
+    const bool on_cpu = backends.count("cpu-chunk") || backends.count("cpu-recurrent");
+    EXPECT_EQ(on_cpu, !info.cuda_only()) << info.id << ": the list's reach and the catalog's "
+                                         << "injection points disagree";
+    EXPECT_EQ(on_cuda, !info.coverage_proof()) << info.id;
   }
   for (const auto& sync : kernels::sync_faults()) {
     const CatalogFault* f = committed().find(std::string(sync.id));
@@ -62,7 +73,7 @@ TEST(Catalog, HoldsEveryRunTimeFaultPointAndNothingElse) {
   for (const auto& f : committed().faults) {
     if (f.mechanism != Mechanism::fault_point) continue;
     EXPECT_TRUE(points.count(f.id)) << f.id << " is a fault-point in the catalog but "
-                                    << "kernels/faults.cpp cannot switch it";
+                                    << "no fault list switches it";
   }
 }
 
