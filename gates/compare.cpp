@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/metric.hpp"
 #include "gates/instrument_faults.hpp"
 
 namespace deltaproof::gates {
@@ -127,27 +128,22 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
   const int chunks = layout.state ? 0 : (s.T + s.chunk - 1) / s.chunk;
   std::vector<double> chunk_abs(chunks, 0.0);
   double sum_diff2 = 0.0, sum_ref2 = 0.0;
-  std::size_t worst = 0;
+  RelError error;
   for (std::size_t i = 0; i < b.size(); ++i) {
-    c.ref_amax = std::max(c.ref_amax, std::abs(b[i]));
     sum_ref2 += b[i] * b[i];
-    if (!std::isfinite(a[i])) {
-      ++c.non_finite;
-      continue;
-    }
-    const double diff = std::abs(a[i] - b[i]);
+    const double diff = error.add(a[i], b[i]);
+    if (std::isnan(diff)) continue;  // a is not finite: counted
     sum_diff2 += diff * diff;
-    if (diff > c.abs_max) {
-      c.abs_max = diff;
-      worst = i;
-    }
     if (chunks > 0) {
       const auto t = layout.unravel(i)[1];
       auto& slot = chunk_abs[static_cast<std::size_t>(t / s.chunk)];
       slot = std::max(slot, diff);
     }
   }
-  c.worst_index = layout.unravel(worst);
+  c.abs_max = error.abs_max;
+  c.ref_amax = error.ref_amax;
+  c.non_finite = error.non_finite;
+  c.worst_index = layout.unravel(error.worst);
   if (c.non_finite > 0) {
     c.status = TermStatus::fail;
     c.rel = c.rms_rel = c.margin = std::numeric_limits<double>::infinity();
@@ -166,7 +162,7 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
     for (std::size_t ch = 0; ch < chunk_abs.size(); ++ch) c.chunk_rel.push_back(NAN);
     return c;
   }
-  c.rel = c.abs_max / c.ref_amax;
+  c.rel = error.rel();
   // the metric background/001 rejects
   if (DELTAPROOF_INSTRUMENT_FAULT(per_entry_relative_metric)) {
     c.rel = 0.0;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/metric.hpp"
 #include "kernels/cpu/backends.hpp"
 
 namespace deltaproof::gates {
@@ -221,17 +222,17 @@ NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase 
       const std::size_t chunks =
           layout.state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
       noise.chunk_worst_rel.resize(chunks, 0.0);
-      double worst = 0.0;
+      RelError error;
       for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double diff = std::abs(got[i] - ref[i]);
-        worst = std::max(worst, diff);
+        const double diff = error.add(got[i], ref[i]);
         if (chunks > 0) {
           const auto t = layout.unravel(i)[1];
           double& slot = noise.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
           slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
         }
       }
-      noise.member_rel.push_back(amax > 0 ? worst / amax : 0.0);
+      // (a zero reference: no figure to hold the candidate to)
+      noise.member_rel.push_back(amax > 0 ? error.rel() : 0.0);
       slopes[term].push_back(regression_slopes(shape, term, got, ref));
     }
   }

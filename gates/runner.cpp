@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/metric.hpp"
 #include "core/safetensors.hpp"
 #include "core/sha256.hpp"
 #include "gates/fixture_io.hpp"
@@ -279,21 +280,21 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
   c.index_names = index_names(shape, name);
   long differing = 0, compared = 0;
   const TermLayout layout(shape, name);
+  RelError error;  // the figures beside the bitwise count, over the selected elements
   for (std::size_t i = 0; i < want.size(); ++i) {
     const auto index = layout.unravel(i);
     if (!selected(index)) continue;
     ++compared;
-    c.ref_amax = std::max(c.ref_amax, static_cast<double>(std::abs(want[i])));
-    if (!std::isfinite(got[i])) ++c.non_finite;
+    error.add(got[i], want[i]);
     if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
-    const double diff = std::abs(static_cast<double>(got[i]) - want[i]);
-    if (differing == 0 || diff > c.abs_max) {
-      c.worst_index = index;
-      c.abs_max = std::isfinite(diff) ? diff : INFINITY;
-    }
+    const bool new_worst = error.worst == error.count - 1;  // this element's |diff| is the largest
+    if (differing == 0 || new_worst) c.worst_index = index;
     ++differing;
   }
-  c.rel = c.ref_amax > 0 ? c.abs_max / c.ref_amax : (differing ? INFINITY : 0.0);
+  c.ref_amax = error.ref_amax;
+  c.non_finite = error.non_finite;
+  c.abs_max = error.non_finite ? INFINITY : error.abs_max;
+  c.rel = error.rel();
   c.margin = differing ? 0.0 : INFINITY;
   c.status =
       differing == 0 && compared > 0 && c.non_finite == 0 ? TermStatus::pass : TermStatus::fail;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/metric.hpp"
 #include "core/rng.hpp"
 #include "oracle/fd.hpp"
 #include "oracle/forward_mode.hpp"
@@ -79,17 +80,6 @@ nlohmann::json PathLiveness::to_json() const {
           {"linearity", linearity}};
 }
 
-double rel_max_error(const std::vector<double>& a, const std::vector<double>& b) {
-  double diff = 0.0;
-  double reference = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    reference = std::max(reference, std::abs(b[i]));
-  }
-  if (diff == 0.0) return 0.0;
-  return reference == 0.0 ? std::numeric_limits<double>::infinity() : diff / reference;
-}
-
 Problem prefix_problem(const Problem& problem, int length) {
   Problem prefix = problem;
   FixtureSpec& s = prefix.spec;
@@ -154,18 +144,12 @@ Problem moved(const Problem& problem, const Direction& d, double step) {
 nlohmann::json per_tensor_rel(const std::vector<Direction>& directions,
                               const std::vector<double>& a, const std::vector<double>& b,
                               double& worst) {
-  std::map<std::string, std::pair<double, double>> diff_and_reference;
-  for (std::size_t d = 0; d < a.size(); ++d) {
-    auto& [diff, reference] = diff_and_reference[directions[d].tensor];
-    diff = std::max(diff, std::abs(a[d] - b[d]));
-    reference = std::max(reference, std::abs(b[d]));
-  }
+  std::map<std::string, RelError> errors;
+  for (std::size_t d = 0; d < a.size(); ++d) errors[directions[d].tensor].add(a[d], b[d]);
   nlohmann::json detail = nlohmann::json::object();
   worst = 0.0;
-  for (const auto& [tensor, pair] : diff_and_reference) {
-    const double rel = pair.first == 0.0    ? 0.0
-                       : pair.second == 0.0 ? std::numeric_limits<double>::infinity()
-                                            : pair.first / pair.second;
+  for (const auto& [tensor, error] : errors) {
+    const double rel = error.rel();
     detail[tensor] = rel;
     worst = std::max(worst, rel);
   }
@@ -352,16 +336,15 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
     }
     const auto nudged_o = evaluate<double>(nudged, false, threads, faults).tensors.at("o");
     const auto& base_o = f64.tensors.at("o");
-    double moved_by = 0.0, late_amax = 0.0;
+    RelError moved;  // the nudged o past chunk 0 against the base o there
     for (int b = 0; b < s.B; ++b)
       for (int t = C; t < s.T; ++t)
         for (int h = 0; h < s.H; ++h)
           for (int j = 0; j < s.V; ++j) {
             const auto at = token_offset(s, s.V, b, t, h, j);
-            moved_by = std::max(moved_by, std::abs(nudged_o[at] - base_o[at]));
-            late_amax = std::max(late_amax, std::abs(base_o[at]));
+            moved.add(nudged_o[at], base_o[at]);
           }
-    const double forward_live = late_amax == 0.0 ? 0.0 : moved_by / late_amax;
+    const double forward_live = moved.rel();
     detail["forward"] = forward_live;
     // (c) backward: chunk-0 gradients differ from those of the one-chunk prefix
     const Problem one_chunk = prefix_problem(problem, C);
@@ -371,26 +354,20 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
       const std::string name = gradient_name(layout.name);
       const auto& full = f64.tensors.at(name);
       const auto& cut = prefix.tensors.at(name);
-      double diff = 0.0, amax = 0.0;
+      RelError error;  // of the prefix's gradient against the full one's
       if (layout.is_state) {
-        for (std::size_t i = 0; i < full.size(); ++i) {
-          diff = std::max(diff, std::abs(full[i] - cut[i]));
-          amax = std::max(amax, std::abs(full[i]));
-        }
+        error = rel_error(cut, full);
       } else {
         const int width = layout.per_token();
         for (int b = 0; b < s.B; ++b)
           for (int t = 0; t < C; ++t)
             for (int h = 0; h < s.H; ++h)
               for (int i = 0; i < width; ++i) {
-                const double a = full[token_offset(s, layout.width, b, t, h, i)];
-                diff = std::max(
-                    diff,
-                    std::abs(a - cut[token_offset(one_chunk.spec, layout.width, b, t, h, i)]));
-                amax = std::max(amax, std::abs(a));
+                error.add(cut[token_offset(one_chunk.spec, layout.width, b, t, h, i)],
+                          full[token_offset(s, layout.width, b, t, h, i)]);
               }
       }
-      const double rel = amax == 0.0 ? 0.0 : diff / amax;
+      const double rel = error.rel();
       detail["backward_" + name] = rel;
       backward_live = std::max(backward_live, rel);
     }

@@ -108,9 +108,6 @@ struct SelfCheckBars {
 SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad,
                                 const SelfCheckOptions& options);
 
-// rel = max|a - b| / max|b| over a whole tensor (0 when both are all zero).
-double rel_max_error(const std::vector<double>& a, const std::vector<double>& b);
-
 // The problem cut to its first `length` tokens, with dht set to zero.
 Problem prefix_problem(const Problem& problem, int length);
 

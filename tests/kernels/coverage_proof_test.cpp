@@ -93,8 +93,7 @@ TEST_P(CoverageProof, GreenOnTheFixturesBeforeTheMatrixRedWhereTheHoleWas) {
     const BackendRun run = run_on_fixture("cpu-chunk", file, kernels::Phase::bwd);
     std::string red_term;
     for (const auto& e : run.terms) {
-      const bool forward = e.term == "o" || e.term == "ht";
-      if (!(e.rel <= (forward ? CpuBars::chunk_fwd : CpuBars::chunk_bwd)) && red_term.empty())
+      if (!(e.rel <= term_bar("cpu-chunk", e.term)) && red_term.empty())
         red_term = fmt::format("{} rel {:.2e}", e.term, e.rel);
     }
     const bool old = i < kFixturesBeforeTheMatrix;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metric.hpp"
 #include "core/safetensors.hpp"
 #include "gates/fixture_io.hpp"
 
@@ -46,17 +47,8 @@ struct BackendRun {
 
 inline TermError compare_term(const std::string& term, const std::vector<float>& candidate,
                               const std::vector<double>& reference) {
-  TermError e{term};
-  for (std::size_t i = 0; i < candidate.size(); ++i) {
-    if (!std::isfinite(candidate[i])) {
-      ++e.non_finite;
-      continue;
-    }
-    e.abs_max = std::max(e.abs_max, std::abs(static_cast<double>(candidate[i]) - reference[i]));
-    e.ref_amax = std::max(e.ref_amax, std::abs(reference[i]));
-  }
-  e.rel = e.non_finite ? INFINITY : (e.abs_max == 0 ? 0.0 : e.abs_max / e.ref_amax);
-  return e;
+  const RelError error = rel_error(candidate, reference);
+  return {term, error.rel(), error.abs_max, error.ref_amax, error.non_finite};
 }
 
 // Runs `backend_name` on fixtures/<file> (outputs poisoned with NaN first).

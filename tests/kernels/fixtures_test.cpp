@@ -84,7 +84,7 @@ TEST(ChunkSizes, EveryChunkSizeOnTheSameFixture) {
     const BackendRun run =
         run_on_fixture("cpu-chunk", "gdn2/t200-c64.safetensors", kernels::Phase::bwd, chunk);
     for (const auto& e : run.terms)
-      EXPECT_LE(e.rel, CpuBars::chunk_bwd) << "chunk " << chunk << " term " << e.term;
+      EXPECT_LE(e.rel, bwd_bar("cpu-chunk")) << "chunk " << chunk << " term " << e.term;
   }
 }
 

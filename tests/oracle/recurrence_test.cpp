@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/metric.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/forward_mode.hpp"
 #include "oracle/selfcheck.hpp"
