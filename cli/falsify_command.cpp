@@ -194,7 +194,7 @@ int run(const FalsifyArguments& a, const std::string& command_line, const std::s
     fmt::print("report: {}\n", a.report);
   }
   std::map<std::string, int> counts;
-  for (const auto& o : result.outcomes) ++counts[o.status];
+  for (const auto& o : result.outcomes) ++counts[std::string(falsify::status_name(o.status))];
   std::vector<std::string> count_text;
   for (const auto& [status, n] : counts) count_text.push_back(fmt::format("{} {}", n, status));
   if (count_text.empty()) count_text.push_back("none");
@@ -207,8 +207,9 @@ int run(const FalsifyArguments& a, const std::string& command_line, const std::s
       result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
   if (const int code = stopped_early(result, "campaign", "no fault ran")) return code;
   const bool nothing_ran =
-      !result.outcomes.empty() && std::all_of(result.outcomes.begin(), result.outcomes.end(),
-                                              [](const auto& o) { return o.status == "Ignored"; });
+      !result.outcomes.empty() &&
+      std::all_of(result.outcomes.begin(), result.outcomes.end(),
+                  [](const auto& o) { return o.status == falsify::FaultStatus::ignored; });
   if (nothing_ran && result.tree_changes.empty()) {
     fmt::print("nothing to run: no selected fault lives in a selected backend (exit 77)\n");
     return 77;
@@ -240,7 +241,7 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
     fmt::print("report: {}\n", a.report);
   }
   for (const auto& o : result.outcomes) {
-    fmt::print("{} on {}: {}: {}\n", a.patch, o.backend, o.status, o.reason);
+    fmt::print("{} on {}: {}: {}\n", a.patch, o.backend, falsify::status_name(o.status), o.reason);
     for (std::size_t i = 0; i < o.broken.size() && i < 6; ++i) fmt::print("    {}\n", o.broken[i]);
   }
   fmt::print("{} tracked files {}; scratch worktree removed\n", result.tracked_files,

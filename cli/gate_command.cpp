@@ -102,9 +102,9 @@ void print_result(const gates::GateResult& r) {
   for (const auto& t : r.terms)
     if (t.status != gates::TermStatus::not_compared && (!worst || !(t.margin >= worst->margin)))
       worst = &t;
-  const std::string verdict = r.verdict == "pass"      ? paint("PASS", "32")
-                              : r.verdict == "skipped" ? paint("SKIP", "33")
-                                                       : paint("FAIL", "31;1");
+  const std::string verdict = r.verdict == gates::Verdict::pass      ? paint("PASS", "32")
+                              : r.verdict == gates::Verdict::skipped ? paint("SKIP", "33")
+                                                                     : paint("FAIL", "31;1");
   std::string detail;
   const bool exact =
       !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
@@ -127,7 +127,7 @@ void print_result(const gates::GateResult& r) {
   }
   if (!r.gradients_compared) detail += " [forward only: no gradient compared]";
   fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
-  if (r.verdict != "pass")
+  if (r.verdict != gates::Verdict::pass)
     for (const auto& reason : r.reasons) fmt::print("       {}\n", reason);
 }
 
@@ -181,8 +181,8 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     for (const auto& gate : chosen) {
       results.push_back(gates::run_gate(gate, options));
       print_result(results.back());
-      failed += results.back().verdict == "fail";
-      skipped += results.back().verdict == "skipped";
+      failed += results.back().verdict == gates::Verdict::fail;
+      skipped += results.back().verdict == gates::Verdict::skipped;
     }
     fmt::print("{} gates: {} passed, {} failed, {} skipped\n", results.size(),
                results.size() - failed - skipped, failed, skipped);

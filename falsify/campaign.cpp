@@ -13,8 +13,10 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 #include "falsify/process.hpp"
 #include "falsify/tree.hpp"
+#include "gates/report.hpp"
 #include "gates/runner.hpp"
 #include "kernels/backend.hpp"
 
@@ -26,9 +28,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int spec_int(const json& gate, const char* key) {
-  if (!gate.contains("fixture") || !gate["fixture"].is_object()) return 0;
-  const json& spec = gate["fixture"].value("spec", json::object());
+int spec_int(const json& fixture, const char* key) {
+  if (!fixture.is_object()) return 0;
+  const json spec = fixture.value("spec", json::object());
   if (!spec.contains(key)) return 0;
   const json& v = spec[key];
   return v.is_string() ? std::stoi(v.get<std::string>()) : v.get<int>();
@@ -73,64 +75,83 @@ json read_json_file(const fs::path& path) {
 
 }  // namespace
 
+namespace {
+constexpr std::pair<FaultStatus, std::string_view> kFaultStatusNames[] = {
+    {FaultStatus::killed, "Killed"},
+    {FaultStatus::survived, "Survived"},
+    {FaultStatus::killed_wrong_term, "KilledWrongTerm"},
+    {FaultStatus::green_broken, "GreenBroken"},
+    {FaultStatus::compile_error, "CompileError"},
+    {FaultStatus::runtime_error, "RuntimeError"},
+    {FaultStatus::timeout, "Timeout"},
+    {FaultStatus::ignored, "Ignored"}};
+}  // namespace
+
+std::string_view status_name(FaultStatus status) { return name_of(kFaultStatusNames, status); }
+FaultStatus parse_fault_status(std::string_view name) {
+  return value_of(kFaultStatusNames, name, "fault status");
+}
+
+GateOutcome gate_outcome(const gates::GateResult& g) {
+  GateOutcome o;
+  o.name = g.name;
+  o.kind = g.kind;
+  o.phase = g.phase;
+  o.fixture.T = spec_int(g.fixture, "T");
+  o.fixture.chunk = spec_int(g.fixture, "chunk");
+  o.fixture.K = spec_int(g.fixture, "K");
+  o.fixture.V = spec_int(g.fixture, "V");
+  o.fixture.B = spec_int(g.fixture, "B");
+  o.fixture.H = spec_int(g.fixture, "H");
+  const json spec =
+      g.fixture.is_object() ? g.fixture.value("spec", json::object()) : json::object();
+  o.fixture.zero_h0 = spec.value("h0", "") == "zero" || spec.value("regime", "") == "edge";
+  o.red = g.verdict == gates::Verdict::fail;
+  o.skipped = g.verdict == gates::Verdict::skipped;
+  if (!g.reasons.empty()) o.reason = g.reasons.front();
+  o.error = o.red ? -1.0 : 0.0;
+  for (const auto& t : g.terms) {
+    const std::string term = term_of(t.term);
+    // a figure a report cannot hold as a number (NaN, inf) counts as unbounded
+    const double rel = std::isfinite(t.rel) ? t.rel : kInf;
+    if (t.status == gates::TermStatus::pass) {
+      // a metamorphic relation is bitwise: its clean error is 0 (its "moved"
+      // terms differ on purpose)
+      if (o.kind != "oracle") continue;
+      if (rel > o.clean_error || o.clean_term.empty()) {
+        o.clean_error = std::max(o.clean_error, rel);
+        o.clean_term = term;
+      }
+      continue;
+    }
+    if (t.status == gates::TermStatus::not_compared && t.diagnosis.made &&
+        t.diagnosis.status != gates::TermStatus::pass)
+      o.diagnosed_terms.push_back(term);
+    if (t.status != gates::TermStatus::fail && t.status != gates::TermStatus::missing &&
+        t.status != gates::TermStatus::unresolvable)
+      continue;
+    if (std::find(o.red_terms.begin(), o.red_terms.end(), term) == o.red_terms.end())
+      o.red_terms.push_back(term);
+    // NaN or inf in the candidate: the error is unbounded (a bitwise relation
+    // on NaN reports no finite difference at all)
+    const double error = t.non_finite > 0 ? kInf : rel;
+    if (error > o.error) {
+      o.error = error;
+      o.bar = t.bar;
+      o.worst_term = term;
+    }
+  }
+  if (o.red && o.error < 0) {  // red without a red term: path evidence or determinism
+    o.error = kInf;
+    o.worst_term = "-";
+  }
+  return o;
+}
+
 std::vector<GateOutcome> gate_outcomes(const json& report) {
   std::vector<GateOutcome> out;
-  for (const auto& g : report.value("gates", json::array())) {
-    GateOutcome o;
-    o.name = g.value("name", "");
-    o.kind = g.value("kind", "");
-    o.phase = g.value("phase", "");
-    o.fixture.T = spec_int(g, "T");
-    o.fixture.chunk = spec_int(g, "chunk");
-    o.fixture.K = spec_int(g, "K");
-    o.fixture.V = spec_int(g, "V");
-    o.fixture.B = spec_int(g, "B");
-    o.fixture.H = spec_int(g, "H");
-    const json spec = g.contains("fixture") && g["fixture"].is_object()
-                          ? g["fixture"].value("spec", json::object())
-                          : json::object();
-    o.fixture.zero_h0 = spec.value("h0", "") == "zero" || spec.value("regime", "") == "edge";
-    o.red = g.value("verdict", "") == "fail";
-    o.skipped = g.value("verdict", "") == "skipped";
-    const auto reasons = g.value("reasons", json::array());
-    if (!reasons.empty()) o.reason = reasons[0].get<std::string>();
-    o.error = o.red ? -1.0 : 0.0;
-    for (const auto& t : g.value("terms", json::array())) {
-      const std::string status = t.value("status", "");
-      const std::string term = term_of(t.value("term", ""));
-      const double bar = t.value("bar", 0.0);
-      const double rel = t.contains("rel") && t["rel"].is_number() ? t["rel"].get<double>() : kInf;
-      if (status == "pass") {
-        // a metamorphic relation is bitwise: its clean error is 0 (its "moved"
-        // terms differ on purpose)
-        if (o.kind != "oracle") continue;
-        if (rel > o.clean_error || o.clean_term.empty()) {
-          o.clean_error = std::max(o.clean_error, rel);
-          o.clean_term = term;
-        }
-        continue;
-      }
-      if (status == "not-compared" && t.contains("diagnosis") &&
-          t["diagnosis"].value("status", "") != "pass")
-        o.diagnosed_terms.push_back(term);
-      if (status != "fail" && status != "missing" && status != "unresolvable") continue;
-      if (std::find(o.red_terms.begin(), o.red_terms.end(), term) == o.red_terms.end())
-        o.red_terms.push_back(term);
-      // NaN or inf in the candidate: the error is unbounded (a bitwise relation
-      // on NaN reports no finite difference at all)
-      const double error = t.value("non_finite", 0L) > 0 ? kInf : rel;
-      if (error > o.error) {
-        o.error = error;
-        o.bar = bar;
-        o.worst_term = term;
-      }
-    }
-    if (o.red && o.error < 0) {  // red without a red term: path evidence or determinism
-      o.error = kInf;
-      o.worst_term = "-";
-    }
-    out.push_back(o);
-  }
+  for (const auto& g : report.value("gates", json::array()))
+    out.push_back(gate_outcome(gates::read_gate_result(g)));
   return out;
 }
 
@@ -168,7 +189,7 @@ json FaultOutcome::to_json() const {
   return {{"fault", fault},
           {"class", cls},
           {"backend", backend},
-          {"status", status},
+          {"status", status_name(status)},
           {"reason", reason},
           {"gate", killer_gate},
           {"term", killer_term},
@@ -232,24 +253,23 @@ BaselineOutcome run_baseline(const std::string& backend, const std::vector<gates
   gates::RunOptions clean_options, poison_options;
   clean_options.fixtures_dir = poison_options.fixtures_dir = fixtures_dir;
   poison_options.backend = &poisoned;
-  json clean_report = {{"gates", json::array()}};
   for (const auto& gate : gates) {
     throw_if_interrupted();
     const gates::GateResult clean = gates::run_gate(gate, clean_options);
-    clean_report["gates"].push_back(clean.to_json());
+    b.clean.push_back(gate_outcome(clean));
     if (clean.passed())
       ++b.clean_green;
     else
-      b.problems.push_back(fmt::format("clean: {} is {}: {}", gate.name, clean.verdict,
+      b.problems.push_back(fmt::format("clean: {} is {}: {}", gate.name,
+                                       gates::verdict_name(clean.verdict),
                                        clean.reasons.empty() ? "" : clean.reasons.front()));
     const gates::GateResult poison = gates::run_gate(gate, poison_options);
-    if (poison.verdict == "fail")
+    if (poison.verdict == gates::Verdict::fail)
       ++b.poison_red;
     else
-      b.problems.push_back(
-          fmt::format("poison: {} is {} with every output NaN", gate.name, poison.verdict));
+      b.problems.push_back(fmt::format("poison: {} is {} with every output NaN", gate.name,
+                                       gates::verdict_name(poison.verdict)));
   }
-  b.clean = gate_outcomes(clean_report);
   return b;
 }
 
@@ -266,21 +286,27 @@ bool run_gates_in_child(const std::string& binary, const fs::path& fixtures_dir,
   const ProcessResult r = run_process(argv, timeout_s);
   o.seconds += r.seconds;
   if (r.timed_out) {
-    o.status = "Timeout";
+    o.status = FaultStatus::timeout;
     o.reason = fmt::format("the gate run passed the {:.0f} s limit and was stopped (--timeout)",
                            timeout_s);
     return false;
   }
   const json parsed = read_json_file(report);
   if ((r.exit_code != 0 && r.exit_code != 1) || parsed.is_null()) {
-    o.status = "RuntimeError";
+    o.status = FaultStatus::runtime_error;
     o.reason = fmt::format("the gate run {} and left {}: {}",
                            r.signal ? fmt::format("died of signal {}", r.signal)
                                     : fmt::format("exited {}", r.exit_code),
                            parsed.is_null() ? "no report" : "a report", r.tail(4));
     return false;
   }
-  o.outcomes = gate_outcomes(parsed);
+  try {
+    o.outcomes = gate_outcomes(parsed);
+  } catch (const InputError& e) {
+    o.status = FaultStatus::runtime_error;
+    o.reason = fmt::format("the gate run's report cannot be read: {}", e.what());
+    return false;
+  }
   return true;
 }
 
@@ -352,21 +378,21 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
   }
   std::string summary = fmt::format("{} of {} gates red", o.red_gates, o.gates);
   if (o.red_gates == 0 && !fault.sanitizer) {
-    o.status = "Survived";
+    o.status = FaultStatus::survived;
     o.reason = fmt::format("no gate went red ({} gates ran)", o.gates);
   } else if (stayed_green > 0) {
-    o.status = "Survived";
+    o.status = FaultStatus::survived;
     o.reason = fmt::format("{}; {} gates the catalog expects red stayed green, first {}", summary,
                            stayed_green, o.broken.front());
   } else if (green_broken > 0) {
-    o.status = "GreenBroken";
+    o.status = FaultStatus::green_broken;
     o.reason =
         fmt::format("{}; {} gates the catalog expects green went red", summary, green_broken);
   } else if (wrong_term > 0) {
-    o.status = "KilledWrongTerm";
+    o.status = FaultStatus::killed_wrong_term;
     o.reason = fmt::format("{}; {} red on terms the catalog does not expect", summary, wrong_term);
   } else {
-    o.status = "Killed";
+    o.status = FaultStatus::killed;
     o.reason = killer ? fmt::format(
                             "{}; every expectation held; killed by {} on {} (rel {} / "
                             "bar {:.1e})",
@@ -413,7 +439,7 @@ struct Runner {
                           options.timeout_s);
     o.seconds += configure.seconds + (configure.exit_code == 0 ? build.seconds : 0.0);
     if (build.exit_code != 0) {
-      o.status = build.timed_out ? "Timeout" : "CompileError";
+      o.status = build.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
       o.reason = fmt::format("the {} build failed: {}", fault.id, build.tail(6));
       return "";
     }
@@ -450,14 +476,15 @@ struct Runner {
     const bool caught = o.sanitizer.value("caught", false);
     const std::string line = o.sanitizer.value("summary", "");
     if (!caught) {
-      if (o.status == "Killed" || o.status == "Survived") {
-        o.status = "Survived";
+      if (o.status == FaultStatus::killed || o.status == FaultStatus::survived) {
+        o.status = FaultStatus::survived;
         o.reason = fmt::format("{} did not catch it on {}: {}; numbers: {}", fault.sanitizer->tool,
                                fault.sanitizer->gate, line, o.reason);
       }
       return;
     }
-    if (o.status == "Survived" && o.red_gates == 0 && fault.red.empty()) o.status = "Killed";
+    if (o.status == FaultStatus::survived && o.red_gates == 0 && fault.red.empty())
+      o.status = FaultStatus::killed;
     if (o.killer_gate.empty()) {
       o.killer_gate = fault.sanitizer->tool + ":" + fault.sanitizer->gate;
       o.killer_term = fault.sanitizer->tool == "racecheck" ? "hazards" : "errors";
@@ -504,18 +531,18 @@ struct Runner {
     o.seconds = r.seconds;
     o.gates = 1;
     if (r.timed_out) {
-      o.status = "Timeout";
+      o.status = FaultStatus::timeout;
       o.reason = "deltaproof gen passed the time limit";
       return o;
     }
     const json parsed = read_json_file(report);
     if (r.exit_code == 0) {
-      o.status = "Survived";
+      o.status = FaultStatus::survived;
       o.reason = fmt::format("deltaproof gen wrote the fixture: no self-check refused {}", g.fault);
       return o;
     }
     if (r.exit_code != 1 || parsed.is_null()) {
-      o.status = "RuntimeError";
+      o.status = FaultStatus::runtime_error;
       o.reason =
           fmt::format("deltaproof gen exited {} (signal {}): {}", r.exit_code, r.signal, r.tail(4));
       return o;
@@ -539,15 +566,15 @@ struct Runner {
     o.killer_bar = bar;
     o.margin = at_least ? (fig > 0 ? bar / fig : kInf) : (bar > 0 ? fig / bar : kInf);
     if (fs::exists(out)) {
-      o.status = "RuntimeError";
+      o.status = FaultStatus::runtime_error;
       o.reason = "deltaproof gen refused the fixture but wrote it anyway";
     } else if (!missing.empty()) {
-      o.status = "KilledWrongTerm";
+      o.status = FaultStatus::killed_wrong_term;
       o.reason = fmt::format("refused by {}, but not by {}", fmt::join(failed, ", "),
                              fmt::join(missing, ", "));
       o.broken.push_back(o.reason);
     } else {
-      o.status = "Killed";
+      o.status = FaultStatus::killed;
       o.reason = fmt::format("deltaproof gen refused it: self-checks {} failed, nothing written",
                              fmt::join(failed, ", "));
     }
@@ -645,19 +672,20 @@ CampaignResult run_campaign(const Catalog& catalog, const CampaignOptions& optio
           FaultOutcome o{fault->id, fault->cls, "-"};
           std::vector<std::string> where;
           for (const auto& at : fault->injected_at) where.push_back(at.backend);
-          o.status = "Ignored";
+          o.status = FaultStatus::ignored;
           o.reason = fmt::format("lives in {}; none of them is under test here ({})",
                                  fmt::join(where, ", "), fmt::join(options.backends, ", "));
           fault_outcomes.push_back(o);
         }
       }
       for (auto& o : fault_outcomes) {
-        options.progress(fmt::format(
-            "[{}/{}] {:<34} {:<15} {:<16} {}", done, faults.size(), o.fault, o.backend, o.status,
-            o.status == "Ignored" || o.killer_gate.empty()
-                ? o.reason
-                : fmt::format("{} {} margin {} ({:.1f} s)", o.killer_gate, o.killer_term,
-                              gates::figure_text(o.margin), o.seconds)));
+        options.progress(
+            fmt::format("[{}/{}] {:<34} {:<15} {:<16} {}", done, faults.size(), o.fault, o.backend,
+                        status_name(o.status),
+                        o.status == FaultStatus::ignored || o.killer_gate.empty()
+                            ? o.reason
+                            : fmt::format("{} {} margin {} ({:.1f} s)", o.killer_gate,
+                                          o.killer_term, gates::figure_text(o.margin), o.seconds)));
         if (!o.ok())
           for (std::size_t i = 0; i < o.broken.size() && i < 4; ++i)
             options.progress("      " + o.broken[i]);

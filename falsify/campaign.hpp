@@ -26,6 +26,7 @@
 
 #include "falsify/catalog.hpp"
 #include "gates/registry.hpp"
+#include "gates/runner.hpp"
 
 namespace deltaproof::falsify {
 
@@ -46,7 +47,11 @@ struct GateOutcome {
   std::string clean_term;
   std::string reason;  // the first red reason
 };
-// Reads the "gates" of a deltaproof-report/1.
+// A gate's outcome from its result: in this process, from the value; from a
+// child process, from the report it wrote (JSON only across processes).
+GateOutcome gate_outcome(const gates::GateResult& result);
+// Reads the "gates" of a deltaproof-report/1 (gates::read_gate_result; throws
+// InputError on a malformed gate).
 std::vector<GateOutcome> gate_outcomes(const nlohmann::json& report);
 
 // compute-sanitizer's verdict in `log`: {summary, count, exit_code}; count is
@@ -54,12 +59,29 @@ std::vector<GateOutcome> gate_outcomes(const nlohmann::json& report);
 // when there is none.
 nlohmann::json sanitizer_summary(const std::string& tool, const std::string& log, int exit_code);
 
+// A fault's outcome (DESIGN.md section 6), each with its one name as reports
+// write it: Killed, Survived, KilledWrongTerm (red, but not where the catalog
+// says), GreenBroken (a gate that must stay green went red), CompileError,
+// RuntimeError, Timeout, Ignored (no selected backend has the fault).
+enum class FaultStatus {
+  killed,
+  survived,
+  killed_wrong_term,
+  green_broken,
+  compile_error,
+  runtime_error,
+  timeout,
+  ignored
+};
+std::string_view status_name(FaultStatus status);
+FaultStatus parse_fault_status(std::string_view name);
+
 struct FaultOutcome {
   FaultOutcome() = default;
   FaultOutcome(std::string fault_id, std::string fault_class, std::string backend_name)
       : fault(std::move(fault_id)), cls(std::move(fault_class)), backend(std::move(backend_name)) {}
   std::string fault, cls, backend;
-  std::string status;  // Killed, Survived, KilledWrongTerm, GreenBroken, CompileError, ...
+  FaultStatus status = FaultStatus::survived;
   std::string reason;  // one paragraph: why this status
   std::string killer_gate, killer_term;
   double killer_error = 0.0, killer_bar = 0.0;
@@ -72,7 +94,7 @@ struct FaultOutcome {
   nlohmann::json sanitizer;         // tool, gate, summary, count, caught (or null)
   std::vector<GateOutcome> outcomes;
   double seconds = 0.0;
-  bool ok() const { return status == "Killed" || status == "Ignored"; }
+  bool ok() const { return status == FaultStatus::killed || status == FaultStatus::ignored; }
   nlohmann::json to_json() const;
 };
 

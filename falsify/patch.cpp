@@ -79,7 +79,7 @@ PatchResult run_patch(const PatchOptions& options) {
     const ProcessResult apply = run_process(
         {"git", "-C", tree.string(), "apply", "--whitespace=nowarn", patch.string()}, 120);
     if (apply.exit_code != 0) {
-      failed.status = "CompileError";
+      failed.status = FaultStatus::compile_error;
       failed.reason = fmt::format("the patch does not apply to HEAD {}: {}",
                                   result.head.substr(0, 12), apply.tail(3));
       result.outcomes.push_back(failed);
@@ -100,7 +100,7 @@ PatchResult run_patch(const PatchOptions& options) {
                              std::to_string(options.build_jobs)},
                             options.timeout_s);
       if (built.exit_code != 0) {
-        failed.status = built.timed_out ? "Timeout" : "CompileError";
+        failed.status = built.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
         failed.reason = fmt::format("the patched tree does not build: {}", built.tail(8));
         result.outcomes.push_back(failed);
       } else {

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
+#include "falsify/campaign.hpp"
 #include "gates/fixture_io.hpp"
 #include "gates/noise.hpp"
 #include "gates/report.hpp"
@@ -268,8 +269,9 @@ nlohmann::json PrecisionCampaign::to_json(const std::string& command) const {
          {"term", o.term},
          {"size", o.size},
          {"required", o.required},
-         {"status", o.kind == PrecisionFaultKind::clean ? (o.killed ? "FalseAlarm" : "Green")
-                                                        : (o.killed ? "Killed" : "Survived")},
+         {"status", o.kind == PrecisionFaultKind::clean
+                        ? (o.killed ? "FalseAlarm" : "Green")
+                        : status_name(o.killed ? FaultStatus::killed : FaultStatus::survived)},
          {"killer", o.killer},
          {"killer_is_term", o.killer_is_term},
          {"margin", std::isfinite(o.margin) ? nlohmann::json(o.margin) : nullptr},

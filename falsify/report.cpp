@@ -62,9 +62,10 @@ MutantSite locate(const fs::path& top, const std::string& file, const std::strin
   return site;
 }
 
-std::string stryker_status(const std::string& status) {
-  if (status == "KilledWrongTerm" || status == "GreenBroken") return "Survived";
-  return status;
+std::string_view stryker_status(FaultStatus status) {
+  if (status == FaultStatus::killed_wrong_term || status == FaultStatus::green_broken)
+    return status_name(FaultStatus::survived);
+  return status_name(status);
 }
 
 json stryker_report(const fs::path& top, const std::vector<ReportMutant>& mutants, json header) {
@@ -90,7 +91,7 @@ json stryker_report(const fs::path& top, const std::vector<ReportMutant>& mutant
         {"status", stryker_status(o.status)},
         {"statusReason", o.reason},
         {"killedBy", o.killed_by},
-        {"deltaproofStatus", o.status},
+        {"deltaproofStatus", status_name(o.status)},
         {"class", o.cls},
         {"backend", o.backend},
         {"gate", o.killer_gate},
@@ -155,7 +156,7 @@ json report_header(const RunRecord& record, const std::string& command, const st
   }
   header["separation"] = rows;
   std::map<std::string, int> counts;
-  for (const auto& o : record.outcomes) ++counts[o.status];
+  for (const auto& o : record.outcomes) ++counts[std::string(status_name(o.status))];
   header["summary"] = {{"faults", record.outcomes.size()},
                        {"statuses", counts},
                        {"weak_gates", weak},
@@ -207,15 +208,16 @@ void print_falsify_report(const json& report, bool all_gates) {
   fmt::print("{:<34} {:<10} {:<15} {:<16} {:<36} {:<7} {:>9}\n", "fault", "class", "backend",
              "status", "killed by (gate)", "term", "margin");
   for (const auto& f : d["faults"]) {
+    const FaultStatus status = parse_fault_status(f.value("status", ""));
     fmt::print("{:<34} {:<10} {:<15} {:<16} {:<36} {:<7} {:>9}\n", f.value("fault", ""),
                f.value("class", ""), f.value("backend", ""), f.value("status", ""),
                f.value("gate", ""), f.value("term", ""),
-               f.value("status", "") == "Ignored" ? "" : f.value("margin_text", "-"));
+               status == FaultStatus::ignored ? "" : f.value("margin_text", "-"));
     const json& san = f["sanitizer"];
     if (san.is_object())
       fmt::print("    {} on {}: {}\n", san.value("tool", ""), san.value("gate", ""),
                  san.value("summary", ""));
-    if (f.value("status", "") != "Killed" && f.value("status", "") != "Ignored")
+    if (status != FaultStatus::killed && status != FaultStatus::ignored)
       fmt::print("    {}\n", f.value("reason", ""));
     for (const auto& b : f.value("broken", json::array()))
       fmt::print("      {}\n", b.get<std::string>());

@@ -31,7 +31,7 @@ MutantSite locate(const std::filesystem::path& top, const std::string& file,
 
 // Stryker's status for ours: Killed, Survived (also KilledWrongTerm and
 // GreenBroken: an expectation broken), CompileError, RuntimeError, Timeout, Ignored.
-std::string stryker_status(const std::string& status);
+std::string_view stryker_status(FaultStatus status);
 
 struct ReportMutant {
   FaultOutcome outcome;

@@ -8,25 +8,31 @@
 #include <fmt/ranges.h>
 
 #include "core/metric.hpp"
+#include "core/names.hpp"
 #include "gates/instrument_faults.hpp"
 
 namespace deltaproof::gates {
 
-std::string_view status_name(TermStatus status) {
-  switch (status) {
-    case TermStatus::pass:
-      return "pass";
-    case TermStatus::fail:
-      return "fail";
-    case TermStatus::unresolvable:
-      return "unresolvable";
-    case TermStatus::not_compared:
-      return "not-compared";
-    case TermStatus::missing:
-      return "missing";
-  }
-  return "?";
+namespace {
+
+constexpr std::pair<TermStatus, std::string_view> kTermStatusNames[] = {
+    {TermStatus::pass, "pass"},
+    {TermStatus::fail, "fail"},
+    {TermStatus::unresolvable, "unresolvable"},
+    {TermStatus::not_compared, "not-compared"},
+    {TermStatus::missing, "missing"}};
+
+constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
+    {Verdict::pass, "pass"}, {Verdict::fail, "fail"}, {Verdict::skipped, "skipped"}};
+
+}  // namespace
+
+std::string_view status_name(TermStatus status) { return name_of(kTermStatusNames, status); }
+TermStatus parse_term_status(std::string_view name) {
+  return value_of(kTermStatusNames, name, "term status");
 }
+std::string_view verdict_name(Verdict verdict) { return name_of(kVerdictNames, verdict); }
+Verdict parse_verdict(std::string_view name) { return value_of(kVerdictNames, name, "verdict"); }
 
 namespace {
 nlohmann::json finite_or_null(double x) {

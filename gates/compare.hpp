@@ -18,7 +18,15 @@ namespace deltaproof::gates {
 
 // A term's verdict. not_compared: a gradient whose forward did not pass.
 enum class TermStatus { pass, fail, unresolvable, not_compared, missing };
+// Each status's one name, as reports write it ("not-compared"), and back
+// (throws InputError naming the text on an unknown name).
 std::string_view status_name(TermStatus status);
+TermStatus parse_term_status(std::string_view name);
+
+// A gate's verdict, and its one name ("pass", "fail", "skipped") and back.
+enum class Verdict { pass, fail, skipped };
+std::string_view verdict_name(Verdict verdict);
+Verdict parse_verdict(std::string_view name);
 
 struct TermComparison {
   std::string term;

@@ -10,8 +10,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <limits>
+#include <map>
 
 #include <fmt/format.h>
+
+#include "core/error.hpp"
 
 namespace deltaproof::gates {
 namespace {
@@ -37,6 +41,86 @@ std::string utc_now() {
 }
 
 }  // namespace
+
+namespace {
+
+// A number as to_json wrote it: null stands for NaN or inf (read as inf); a
+// field left out reads as `absent`.
+double figure(const nlohmann::json& row, const char* key, double absent = 0.0) {
+  const auto it = row.find(key);
+  if (it == row.end()) return absent;
+  if (it->is_null()) return std::numeric_limits<double>::infinity();
+  return it->get<double>();
+}
+
+std::vector<double> figures(const nlohmann::json& row, const char* key) {
+  std::vector<double> out;
+  for (const auto& x : row.value(key, nlohmann::json::array()))
+    out.push_back(x.is_null() ? std::numeric_limits<double>::infinity() : x.get<double>());
+  return out;
+}
+
+TermComparison read_term(const nlohmann::json& row) {
+  TermComparison t;
+  t.term = row.value("term", "");
+  t.status = parse_term_status(row.value("status", ""));
+  t.rel = figure(row, "rel", std::numeric_limits<double>::infinity());
+  t.rms_rel = figure(row, "rms_rel");
+  t.abs_max = figure(row, "abs_max");
+  t.ref_amax = figure(row, "ref_amax");
+  t.worst_index = row.value("worst_index", std::vector<std::int64_t>{});
+  t.index_names = row.value("index_names", "");
+  t.chunk_rel = figures(row, "per_chunk_rel");
+  t.non_finite = row.value("non_finite", 0L);
+  t.bar = figure(row, "bar");
+  t.margin = figure(row, "margin");
+  t.message = row.value("message", "");
+  if (const auto d = row.find("diagnosis"); d != row.end() && d->is_object()) {
+    t.diagnosis.made = true;
+    t.diagnosis.status = parse_term_status(d->value("status", ""));
+    t.diagnosis.rel = figure(*d, "rel");
+    t.diagnosis.bar = figure(*d, "bar");
+    t.diagnosis.margin = figure(*d, "margin");
+    t.diagnosis.worst_index = d->value("worst_index", std::vector<std::int64_t>{});
+    t.diagnosis.chunk_rel = figures(*d, "per_chunk_rel");
+    t.diagnosis.non_finite = d->value("non_finite", 0L);
+  }
+  return t;
+}
+
+}  // namespace
+
+GateResult read_gate_result(const nlohmann::json& gate) {
+  GateResult r;
+  r.name = gate.value("name", "");
+  try {
+    r.kind = gate.value("kind", "");
+    r.op = gate.value("op", "");
+    r.backend = gate.value("backend", "");
+    r.phase = gate.value("phase", "");
+    r.precision = gate.value("precision", "");
+    r.verdict = parse_verdict(gate.value("verdict", ""));
+    r.reasons = gate.value("reasons", std::vector<std::string>{});
+    r.fixture = gate.value("fixture", nlohmann::json::object());
+    r.bars = gate.value("bars", nlohmann::json::object());
+    r.record.stages = gate.value("execution_record", std::map<std::string, long>{});
+    r.required_stages = gate.value("required_stages", std::vector<std::string>{});
+    const auto det = gate.value("determinism", nlohmann::json::object());
+    r.determinism.repeats = det.value("repeats", 1);
+    r.determinism.replays = det.value("replays", 0);
+    r.determinism.identical = det.value("identical", true);
+    r.determinism.first_difference = det.value("first_difference", "");
+    for (const auto& row : gate.value("terms", nlohmann::json::array()))
+      r.terms.push_back(read_term(row));
+    r.gradients_compared = gate.value("gradients_compared", true);
+    r.seconds = figure(gate, "seconds");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("gate {}: a field of the wrong type: {}", r.name, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("gate {}: {}", r.name, e.what()));
+  }
+  return r;
+}
 
 std::string git_commit() {
   // A copied working tree (the GPU machine) has no .git: the caller names the commit.
@@ -64,9 +148,9 @@ nlohmann::json make_report(const std::vector<GateResult>& results, const std::st
   double seconds = 0.0;
   for (const auto& r : results) {
     gates.push_back(r.to_json());
-    passed += r.verdict == "pass";
-    failed += r.verdict == "fail";
-    skipped += r.verdict == "skipped";
+    passed += r.verdict == Verdict::pass;
+    failed += r.verdict == Verdict::fail;
+    skipped += r.verdict == Verdict::skipped;
     seconds += r.seconds;
   }
   return {{"schema", kReportSchema},
@@ -85,7 +169,7 @@ nlohmann::json make_report(const std::vector<GateResult>& results, const std::st
             {"failed", failed},
             {"skipped", skipped},
             {"seconds", seconds}}},
-          {"verdict", failed > 0 ? "fail" : "pass"},
+          {"verdict", verdict_name(failed > 0 ? Verdict::fail : Verdict::pass)},
           {"gates", gates}};
 }
 

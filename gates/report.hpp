@@ -19,6 +19,12 @@ inline constexpr const char* kToolVersion = "deltaproof 0.1.0";
 
 nlohmann::json make_report(const std::vector<GateResult>& results, const std::string& command);
 
+// One gate of a report read back (a report written by another process): what
+// GateResult::to_json wrote, but a term's noise figures. A figure written as
+// null (NaN or inf) reads back as inf. Throws InputError naming the gate and
+// the field on an unknown verdict or term status, or a field of the wrong type.
+GateResult read_gate_result(const nlohmann::json& gate);
+
 // "abc123..." or "abc123...+dirty", or "unknown" outside a git checkout.
 std::string git_commit();
 

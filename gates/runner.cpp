@@ -59,7 +59,7 @@ nlohmann::json GateResult::to_json() const {
           {"backend", backend},
           {"phase", phase},
           {"precision", precision},
-          {"verdict", verdict},
+          {"verdict", verdict_name(verdict)},
           {"reasons", reasons},
           {"fixture", fixture},
           {"bars", bars},
@@ -248,7 +248,7 @@ void finish(GateResult& r) {
     red = true;
     r.reasons.push_back("determinism: " + r.determinism.first_difference);
   }
-  r.verdict = red ? "fail" : "pass";
+  r.verdict = red ? Verdict::fail : Verdict::pass;
 }
 
 GateResult start_result(const Gate& gate) {
@@ -540,7 +540,7 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GateResult r = start_result(gate);
   if (gate.family->needs_gpu && !kernels::gpu_available()) {
-    r.verdict = "skipped";
+    r.verdict = Verdict::skipped;
     r.reasons.push_back(
         fmt::format("backend {} needs a CUDA GPU and this machine has none: "
                     "skipped, not passed",

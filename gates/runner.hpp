@@ -41,7 +41,7 @@ struct GateResult {
   std::string name;
   std::string kind;
   std::string op, backend, phase, precision;
-  std::string verdict;               // "pass", "fail" or "skipped"
+  Verdict verdict = Verdict::fail;
   std::vector<std::string> reasons;  // each red or skip reason, one sentence
   std::vector<TermComparison> terms;
   kernels::ExecutionRecord record;
@@ -51,7 +51,7 @@ struct GateResult {
   nlohmann::json bars;             // fwd/bwd bar with evidence
   bool gradients_compared = true;  // false for a forward-only gate or check
   double seconds = 0.0;
-  bool passed() const { return verdict == "pass"; }
+  bool passed() const { return verdict == Verdict::pass; }
   nlohmann::json to_json() const;
 };
 

@@ -61,7 +61,7 @@ TEST(Judge, KilledWhenEveryExpectationHolds) {
                                        gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1e-2),
                                        gate("g.cpu-chunk.t64-c16.bwd", 64, 16, true, {"dv"}, 1e-3),
                                        gate("g.cpu-chunk.t32-c16.fwd", 32, 16, false)});
-  EXPECT_EQ(o.status, "Killed") << o.reason;
+  EXPECT_EQ(o.status, FaultStatus::killed) << o.reason;
   EXPECT_EQ(o.red_gates, 2);
   // the killer is the expected-red gate the fault cleared its bar by least
   EXPECT_EQ(o.killer_gate, "g.cpu-chunk.t64-c16.bwd");
@@ -71,14 +71,14 @@ TEST(Judge, KilledWhenEveryExpectationHolds) {
 
 TEST(Judge, SurvivedWhenNothingIsRed) {
   const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, false)});
-  EXPECT_EQ(o.status, "Survived");
+  EXPECT_EQ(o.status, FaultStatus::survived);
   EXPECT_NE(o.reason.find("no gate went red"), std::string::npos) << o.reason;
 }
 
 TEST(Judge, SurvivedWhenAnExpectedRedGateStaysGreen) {
   const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1),
                                        gate("g.cpu-chunk.t64-c16.bwd", 64, 16, false)});
-  EXPECT_EQ(o.status, "Survived");
+  EXPECT_EQ(o.status, FaultStatus::survived);
   ASSERT_EQ(o.broken.size(), 1u);
   EXPECT_EQ(o.broken[0], "g.cpu-chunk.t64-c16.bwd must go red and stayed green");
 }
@@ -86,7 +86,7 @@ TEST(Judge, SurvivedWhenAnExpectedRedGateStaysGreen) {
 TEST(Judge, KilledWrongTermWhenRedOutsideTheExpectedTerms) {
   const auto o =
       judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk", "dh0"}, 1)});
-  EXPECT_EQ(o.status, "KilledWrongTerm");
+  EXPECT_EQ(o.status, FaultStatus::killed_wrong_term);
   EXPECT_NE(o.broken.at(0).find("red on dk, dh0; expected red only on dg, dk, dv"),
             std::string::npos)
       << o.broken.at(0);
@@ -95,7 +95,7 @@ TEST(Judge, KilledWrongTermWhenRedOutsideTheExpectedTerms) {
 TEST(Judge, GreenBrokenWhenAnExpectedGreenGateGoesRed) {
   const auto o = judged(glue_fault(), {gate("g.cpu-chunk.t32-c16.bwd", 32, 16, true, {"dk"}, 1),
                                        gate("g.cpu-chunk.t16-c16.bwd", 16, 16, true, {"dk"}, 1)});
-  EXPECT_EQ(o.status, "GreenBroken");
+  EXPECT_EQ(o.status, FaultStatus::green_broken);
   EXPECT_NE(o.broken.at(0).find("t16-c16.bwd must stay green"), std::string::npos);
 }
 
@@ -107,11 +107,11 @@ TEST(Judge, ExceptLeavesGatesOutOfASelector) {
   EXPECT_EQ(judged(f, {gate("g.c.t32.fwd", 32, 16, true, {"o"}, 1),
                        gate("g.c.t32-edge.fwd", 32, 16, false)})
                 .status,
-            "Killed");
+            FaultStatus::killed);
   EXPECT_EQ(judged(f, {gate("g.c.t32.fwd", 32, 16, true, {"o"}, 1),
                        gate("g.c.t32-edge.fwd", 32, 16, true, {"o"}, 1)})
                 .status,
-            "GreenBroken");
+            FaultStatus::green_broken);
 }
 
 TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
@@ -121,7 +121,7 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
      "terms": [{"term": "o", "status": "pass", "rel": 1e-7, "bar": 3e-5},
                {"term": "dq", "status": "fail", "rel": null, "bar": 5e-5, "non_finite": 3},
                {"term": "dk", "status": "fail", "rel": 2e-3, "bar": 5e-5, "non_finite": 0},
-               {"term": "dv", "status": "not_compared", "rel": null, "bar": 5e-5}]},
+               {"term": "dv", "status": "not-compared", "rel": null, "bar": 5e-5}]},
     {"name": "b", "kind": "split-call", "phase": "bwd", "verdict": "pass",
      "fixture": {"spec": {"T": "40", "chunk": "16"}},
      "terms": [{"term": "o split at t=16", "status": "pass", "rel": 0.6, "bar": 0}]},
@@ -143,6 +143,14 @@ TEST(GateOutcomes, ReadsVerdictsTermsAndErrors) {
   EXPECT_EQ(gates[2].red_terms, std::vector<std::string>{"dv"})
       << "a relation's label names its term";
   EXPECT_TRUE(std::isinf(gates[2].error)) << "NaN equal to NaN bitwise is still an unbounded error";
+}
+
+TEST(FaultStatus, EveryStatusReadsBackByItsName) {
+  for (FaultStatus st : {FaultStatus::killed, FaultStatus::survived, FaultStatus::killed_wrong_term,
+                         FaultStatus::green_broken, FaultStatus::compile_error,
+                         FaultStatus::runtime_error, FaultStatus::timeout, FaultStatus::ignored})
+    EXPECT_EQ(parse_fault_status(status_name(st)), st);
+  EXPECT_THROW(parse_fault_status("killed"), InputError) << "the names are Stryker's: Killed";
 }
 
 TEST(Sanitizer, ReadsTheTotalNotTheUnprintedRemainder) {

@@ -181,8 +181,10 @@ TEST(StrykerSchema, CampaignReportsValidate) {
   const Catalog catalog = load_catalog(kSourceDir / "falsify/catalog.json");
   CampaignResult result;
   result.source_top = kSourceDir;
-  const char* statuses[] = {"Killed",       "Survived",     "KilledWrongTerm", "GreenBroken",
-                            "CompileError", "RuntimeError", "Timeout",         "Ignored"};
+  const FaultStatus statuses[] = {
+      FaultStatus::killed,       FaultStatus::survived,      FaultStatus::killed_wrong_term,
+      FaultStatus::green_broken, FaultStatus::compile_error, FaultStatus::runtime_error,
+      FaultStatus::timeout,      FaultStatus::ignored};
   int i = 0;
   for (const auto& fault : catalog.faults) {
     FaultOutcome o(fault.id, fault.cls, fault.injected_at.front().backend);

@@ -42,10 +42,11 @@ class GateTest : public ::testing::Test {
     options.repeat = 2;  // determinism in this process comes free with every gate
     std::printf("gate %s (%s)\n", gate_.name.c_str(), gate_.fixture.c_str());
     const GateResult r = run_gate(gate_, options);
-    if (r.verdict == "skipped") GTEST_SKIP() << gate_.name << ": " << r.reasons.front();
+    if (r.verdict == gates::Verdict::skipped)
+      GTEST_SKIP() << gate_.name << ": " << r.reasons.front();
     std::string why;
     for (const auto& reason : r.reasons) why += "\n  " + reason;
-    EXPECT_EQ(r.verdict, "pass") << gate_.name << why;
+    EXPECT_EQ(r.verdict, gates::Verdict::pass) << gate_.name << why;
     for (const auto& t : r.terms)
       std::printf("  %-28s %-12s rel %.3e  bar %.1e\n", t.term.c_str(),
                   std::string(status_name(t.status)).c_str(), t.rel, t.bar);

@@ -190,7 +190,7 @@ TEST(GateInstrument, CheckOfACandidateFileNamesTheTermAndTheChunkInTheReport) {
   candidate["dbeta"][token_offset(fx.shape.T, fx.shape.H, 0, 0, 35, 0, 0)] -= 10 * bar * amax;
   const auto path = write_candidate(tmp.path / "c.safetensors", fx.shape, candidate, DType::F64);
   const GateResult r = check_candidate(kFixtures / "kda/t40-c16.safetensors", path, Precision::f32);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "dbeta: rel")) << ::testing::PrintToString(r.reasons);
   EXPECT_TRUE(mentions(r.reasons, "chunks above the bar: 2 of 3"))
       << ::testing::PrintToString(r.reasons);
@@ -222,7 +222,7 @@ TEST(GateInstrument, TheFixturesOwnValuesAreGreenWithRelZeroOnEveryTerm) {
     const auto path =
         write_candidate(tmp.path / "own.safetensors", fx.shape, fx.reference, DType::F64);
     const GateResult r = check_candidate(kFixtures / fixture, path, Precision::f32);
-    EXPECT_EQ(r.verdict, "pass") << ::testing::PrintToString(r.reasons);
+    EXPECT_EQ(r.verdict, gates::Verdict::pass) << ::testing::PrintToString(r.reasons);
     EXPECT_EQ(r.terms.size(), fx.reference.size());
     for (const auto& t : r.terms) {
       EXPECT_EQ(t.status, TermStatus::pass) << t.term;
@@ -249,7 +249,7 @@ TEST(GateInstrument, ACandidateFromAnotherSeedsInputsIsRedAtTheForward) {
       write_candidate(tmp.path / "seed1.safetensors", fx.shape, candidate, DType::F32);
   const GateResult r =
       check_candidate(kFixtures / "gdn2/t32-c16.safetensors", path, Precision::f32);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_EQ(term(r.terms, "o").status, TermStatus::fail);
   EXPECT_GT(term(r.terms, "o").rel, 0.1);
   for (const auto& t : r.terms)
@@ -361,7 +361,8 @@ TEST(GateInstrument, TheGatesBrokenBelowAreGreenOnTheCleanKernel) {
     options.fixtures_dir = kFixtures;
     options.repeat = 2;
     const GateResult r = run_gate(registered(gate), options);
-    EXPECT_EQ(r.verdict, "pass") << gate << ": " << ::testing::PrintToString(r.reasons);
+    EXPECT_EQ(r.verdict, gates::Verdict::pass)
+        << gate << ": " << ::testing::PrintToString(r.reasons);
   }
 }
 
@@ -384,7 +385,7 @@ TEST(GateInstrument, AnOutputLeftUnwrittenFailsWithThePoisonCount) {
           }
   });
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.bwd", lazy);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   const auto& dq = term(r.terms, "dq");
   EXPECT_EQ(dq.non_finite, 8 * 2 * 8);  // t 32..39 x H 2 x K 8
   EXPECT_TRUE(mentions(r.reasons, "dq: 128 of 640 elements are NaN or inf"))
@@ -398,7 +399,7 @@ TEST(GateInstrument, ASilentFallbackFailsPathEvidence) {
   const Broken fallback("cpu-recurrent",
                         [](const KernelShape&, Buffers&, Buffers&, ExecutionRecord&, bool) {});
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.bwd", fallback);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   for (const auto& t : r.terms) EXPECT_EQ(t.status, TermStatus::pass) << t.term;
   EXPECT_TRUE(mentions(r.reasons, "path evidence: stage 'fwd.intra' never ran"))
       << ::testing::PrintToString(r.reasons);
@@ -415,7 +416,7 @@ TEST(GateInstrument, ARunThatChangesItsLastBitFailsRepeat) {
         out["dk"][5] = std::nextafter(out["dk"][5], INFINITY);
       });
   const GateResult r = run_with("kda.cpu-chunk.t40-c16.bwd", flaky, 2);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_FALSE(r.determinism.identical);
   EXPECT_TRUE(mentions(r.reasons,
                        "determinism: repeat 2 vs run 1: dk differs at (b,t,h,i) = "
@@ -432,7 +433,7 @@ TEST(GateInstrument, AGpuGateWithoutAGpuIsSkippedNotPassed) {
   Gate gate = registered("gdn2.cpu-chunk.t40-c16.bwd");
   gate.family = &gpu;
   const GateResult r = run_gate(gate, {});
-  EXPECT_EQ(r.verdict, "skipped");
+  EXPECT_EQ(r.verdict, gates::Verdict::skipped);
   EXPECT_FALSE(r.passed());
   EXPECT_TRUE(mentions(r.reasons, "skipped, not passed"));
 }
@@ -451,7 +452,7 @@ TEST(MetamorphicCanFail, ALeakFromTheFutureFailsCausality) {
                        for (float& x : out["o"]) x += static_cast<float>(1e-3 * mean);
                      });
   const GateResult r = run_with("gdn.cpu-chunk.t40-c16.causality", leaky);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o[t<8] unchanged:")) << ::testing::PrintToString(r.reasons);
   EXPECT_TRUE(mentions(r.reasons, "differ bitwise"));
 }
@@ -482,7 +483,7 @@ TEST(MetamorphicCanFail, ALeakAcrossTheChunkBoundaryFailsCausality) {
                     1e-3f * o[token_offset(s.T, s.H, s.V, b, t + 1, h, j)];
       });
   const GateResult r = run_with("kda.cpu-chunk.t40-c16.causality", leaky);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o[t<16] unchanged:")) << ::testing::PrintToString(r.reasons);
   EXPECT_FALSE(mentions(r.reasons, "o[t<8] unchanged:")) << "rows before 15 do not leak";
   for (const auto& t : r.terms)
@@ -498,7 +499,7 @@ TEST(MetamorphicCanFail, IgnoringTheInitialStateFailsSplitCall) {
         if (before) std::fill(in["h0"].begin(), in["h0"].end(), 0.0f);
       });
   const GateResult r = run_with("kda.cpu-chunk.t40-c16.split-call", amnesiac);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o split at t=16:")) << ::testing::PrintToString(r.reasons);
 }
 
@@ -514,7 +515,7 @@ TEST(MetamorphicCanFail, MixingHeadsFailsBatchHeadIndependence) {
                   1e-3f * out["o"][token_offset(s.T, s.H, s.V, b, t, 1, i)];
       });
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.batch-head", mixer);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o head 0 unchanged:")) << ::testing::PrintToString(r.reasons);
 }
 
@@ -525,7 +526,7 @@ TEST(MetamorphicCanFail, DependingOnTheBatchSizeFailsBatchHeadIndependence) {
         if (!before && s.B > 1) out["dv"][0] *= 1.5f;
       });
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.batch-head", batchy);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "dv unchanged with B doubled:"))
       << ::testing::PrintToString(r.reasons);
 }
@@ -547,7 +548,7 @@ TEST(MetamorphicCanFail, HeadsReadingTheFirstHeadsGatesFailBatchHeadAtTheLastHea
                     g[token_offset(s.T, s.H, w == 1 ? 0 : w, b, t, 0, i)];
       });
   const GateResult r = run_with("kda.cpu-chunk.t40-c16-b2h3.batch-head", borrower);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o head 2 unchanged:")) << ::testing::PrintToString(r.reasons);
   EXPECT_FALSE(mentions(r.reasons, "o head 0 unchanged:"));
 }
@@ -565,7 +566,7 @@ TEST(MetamorphicCanFail, AShortCallThatDropsH0FailsSplitCallInsideAChunk) {
         if (before && s.T < s.chunk) std::fill(in["h0"].begin(), in["h0"].end(), 0.0f);
       });
   const GateResult r = run_with("gdn2.cpu-chunk.t40-c16.split-call", forgetful);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, gates::Verdict::fail);
   EXPECT_TRUE(mentions(r.reasons, "o split at t=1 vs oracle:"))
       << ::testing::PrintToString(r.reasons);
   EXPECT_FALSE(mentions(r.reasons, "split at t=16:"));

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/temp_folder.hpp"
+#include "core/error.hpp"
 #include "core/safetensors.hpp"
 #include "gates/fixture_io.hpp"
 #include "gates/registry.hpp"
@@ -127,7 +128,7 @@ class ReportSchema : public ::testing::Test {
     // by hand so that the test means the same on a machine with a GPU)
     GateResult skipped = results.front();
     skipped.name = "gdn2.cuda-chunk.t40-c16.fwd";
-    skipped.verdict = "skipped";
+    skipped.verdict = gates::Verdict::skipped;
     skipped.reasons = {
         "backend cuda-chunk needs a CUDA GPU and this machine has none: skipped, not passed"};
     skipped.terms.clear();
@@ -190,6 +191,57 @@ TEST(ReportSchemaFile, ParsesAsDraft7) {
       << "the schema's title names the report format it describes";
   EXPECT_EQ(document.at("properties").at("schema").at("const"), kReportSchema);
   EXPECT_NO_THROW(report_schema()) << kSchemaPath << " does not parse as a draft-07 schema";
+}
+
+// A report written by one process is read back by another (a campaign's
+// child gate runs): every gate reads back to what it wrote, but its noise
+// figures, which no reader needs.
+TEST_F(ReportSchema, EveryGateReadsBackAsWritten) {
+  for (nlohmann::json written : report().at("gates")) {
+    for (auto& t : written.at("terms")) t.erase("noise");
+    const nlohmann::json again = as_written(read_gate_result(written).to_json());
+    EXPECT_EQ(again, written) << written.at("name");
+  }
+}
+
+TEST(ReadGateResult, RefusesAnUnknownStatusNamingTheGate) {
+  nlohmann::json gate = {{"name", "g.cpu-chunk.t40-c16.fwd"},
+                         {"verdict", "pass"},
+                         {"terms", {{{"term", "o"}, {"status", "not_compared"}}}}};
+  try {
+    read_gate_result(gate);
+    FAIL() << "an unknown status was read";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("g.cpu-chunk.t40-c16.fwd"), std::string::npos) << what;
+    EXPECT_NE(what.find("'not_compared'"), std::string::npos) << what;
+    EXPECT_NE(what.find("not-compared"), std::string::npos) << "the names it knows: " << what;
+  }
+  gate["terms"] = nlohmann::json::array();
+  gate["verdict"] = "green";
+  EXPECT_THROW(read_gate_result(gate), InputError);
+}
+
+// A reference that overflowed (a stress fixture under a fault) has an amax of
+// inf, which JSON writes as null: it reads back as inf, not as a broken report.
+TEST(ReadGateResult, ReadsNullFiguresAsInfinite) {
+  const nlohmann::json gate = {
+      {"name", "g"},
+      {"verdict", "fail"},
+      {"terms", {{{"term", "o"}, {"status", "fail"}, {"rel", nullptr}, {"ref_amax", nullptr}}}}};
+  const GateResult r = read_gate_result(gate);
+  ASSERT_EQ(r.terms.size(), 1u);
+  EXPECT_TRUE(std::isinf(r.terms[0].ref_amax));
+  EXPECT_TRUE(std::isinf(r.terms[0].rel));
+  EXPECT_EQ(r.verdict, Verdict::fail);
+}
+
+TEST(NameTables, EveryVerdictAndStatusReadsBackByItsName) {
+  for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::skipped})
+    EXPECT_EQ(parse_verdict(verdict_name(v)), v);
+  for (TermStatus t : {TermStatus::pass, TermStatus::fail, TermStatus::unresolvable,
+                       TermStatus::not_compared, TermStatus::missing})
+    EXPECT_EQ(parse_term_status(status_name(t)), t);
 }
 
 TEST_F(ReportSchema, RealGateResultsValidate) {
