@@ -14,7 +14,7 @@
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "core/error.hpp"
-#include "falsify/process.hpp"
+#include "core/process.hpp"
 
 namespace {
 // The running executable (for --replay), from /proc, else argv[0].
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("falsify"))
       return deltaproof::cli::run_falsify_command(falsify, command_line, self_executable(argv[0]));
     if (app.got_subcommand("report")) return deltaproof::cli::run_report_command(report);
-  } catch (const deltaproof::falsify::Interrupted& e) {
+  } catch (const deltaproof::Interrupted& e) {
     fmt::print(stderr, "deltaproof: {}\n", e.what());
     return 130;
   } catch (const deltaproof::InputError& e) {

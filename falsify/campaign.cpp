@@ -14,7 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/names.hpp"
-#include "falsify/process.hpp"
+#include "core/process.hpp"
 #include "falsify/tree.hpp"
 #include "gates/report.hpp"
 #include "gates/runner.hpp"
@@ -428,22 +428,15 @@ struct Runner {
     const fs::path dir = options.sync_build_root / ("build-sync-" + fault.id);
     options.progress(fmt::format("    building {} with -DDELTAPROOF_SYNC_FAULT={} in {}", fault.id,
                                  fault.id, dir.string()));
-    const ProcessResult configure = run_process(
-        {"cmake", "-S", top.string(), "-B", dir.string(), "-DCMAKE_BUILD_TYPE=Release",
-         "-DDELTAPROOF_SYNC_FAULT=" + fault.id, "-DDELTAPROOF_TESTS=OFF", "-DDELTAPROOF_BENCH=OFF"},
-        options.timeout_s);
-    ProcessResult build = configure;
-    if (configure.exit_code == 0)
-      build = run_process({"cmake", "--build", dir.string(), "--target", "deltaproof", "-j",
-                           std::to_string(options.build_jobs)},
-                          options.timeout_s);
-    o.seconds += configure.seconds + (configure.exit_code == 0 ? build.seconds : 0.0);
-    if (build.exit_code != 0) {
-      o.status = build.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
-      o.reason = fmt::format("the {} build failed: {}", fault.id, build.tail(6));
+    const Build build = build_deltaproof(top, dir, {"-DDELTAPROOF_SYNC_FAULT=" + fault.id},
+                                         options.build_jobs, options.timeout_s);
+    o.seconds += build.result.seconds;
+    if (!build.ok()) {
+      o.status = build.result.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
+      o.reason = fmt::format("the {} build failed: {}", fault.id, build.result.tail(6));
       return "";
     }
-    return (dir / "bin" / "deltaproof").string();
+    return build.binary.string();
   }
 
   void run_sanitizer(const CatalogFault& fault, const std::string& binary,

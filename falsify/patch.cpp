@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
-#include "falsify/process.hpp"
+#include "core/process.hpp"
 #include "falsify/tree.hpp"
 #include "gates/report.hpp"
 
@@ -90,21 +90,15 @@ PatchResult run_patch(const PatchOptions& options) {
       for (const auto& b : options.backends) cuda = cuda || b.rfind("cuda", 0) == 0;
       options.progress(fmt::format("building the patched tree ({} jobs, CUDA {}) ...",
                                    options.build_jobs, cuda ? "on" : "off"));
-      ProcessResult built = run_process(
-          {"cmake", "-S", tree.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release",
-           "-DDELTAPROOF_TESTS=OFF", "-DDELTAPROOF_BENCH=OFF",
-           std::string("-DDELTAPROOF_CUDA=") + (cuda ? "ON" : "OFF")},
-          options.timeout_s);
-      if (built.exit_code == 0)
-        built = run_process({"cmake", "--build", build.string(), "--target", "deltaproof", "-j",
-                             std::to_string(options.build_jobs)},
-                            options.timeout_s);
-      if (built.exit_code != 0) {
-        failed.status = built.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
-        failed.reason = fmt::format("the patched tree does not build: {}", built.tail(8));
+      const Build built =
+          build_deltaproof(tree, build, {std::string("-DDELTAPROOF_CUDA=") + (cuda ? "ON" : "OFF")},
+                           options.build_jobs, options.timeout_s);
+      if (!built.ok()) {
+        failed.status = built.result.timed_out ? FaultStatus::timeout : FaultStatus::compile_error;
+        failed.reason = fmt::format("the patched tree does not build: {}", built.result.tail(8));
         result.outcomes.push_back(failed);
       } else {
-        const std::string binary = (build / "bin" / "deltaproof").string();
+        const std::string binary = built.binary.string();
         for (const auto& backend : options.backends) {
           FaultOutcome o{hypothesis.id, "patch", backend};
           options.progress(fmt::format("running {} gates of {} with the patched build",

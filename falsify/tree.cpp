@@ -8,8 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/process.hpp"
 #include "core/sha256.hpp"
-#include "falsify/process.hpp"
 
 namespace deltaproof::falsify {
 namespace fs = std::filesystem;
@@ -120,17 +120,37 @@ ScratchWorktree::ScratchWorktree(const fs::path& top)
 
 ScratchWorktree::~ScratchWorktree() {
   // Runs during an interrupt too: these two must not throw Interrupted, so
-  // they are plain spawns with the pending flag ignored. The scratch folder
-  // goes after this body.
+  // they ignore a pending one. The scratch folder goes after this body.
   try {
-    const std::string top = top_.string(), tree = tree_.string();
-    std::string command = fmt::format(
-        "git -C '{}' worktree remove --force '{}' >/dev/null 2>&1; git -C '{}' worktree prune "
-        ">/dev/null 2>&1",
-        top, tree, top);
-    [[maybe_unused]] const int ignored = std::system(command.c_str());
+    const std::string top = top_.string();
+    run_process({"git", "-C", top, "worktree", "remove", "--force", tree_.string()}, 120, {},
+                Interrupts::ignored);
+    run_process({"git", "-C", top, "worktree", "prune"}, 120, {}, Interrupts::ignored);
   } catch (...) {
   }
+}
+
+Build build_deltaproof(const fs::path& source, const fs::path& build_dir,
+                       const std::vector<std::string>& defines, int jobs, double timeout_s) {
+  std::vector<std::string> configure = {"cmake",
+                                        "-S",
+                                        source.string(),
+                                        "-B",
+                                        build_dir.string(),
+                                        "-DCMAKE_BUILD_TYPE=Release",
+                                        "-DDELTAPROOF_TESTS=OFF",
+                                        "-DDELTAPROOF_BENCH=OFF"};
+  configure.insert(configure.end(), defines.begin(), defines.end());
+  Build b;
+  b.binary = build_dir / "bin" / "deltaproof";
+  b.result = run_process(configure, timeout_s);
+  if (b.result.exit_code != 0) return b;
+  const double configured = b.result.seconds;
+  b.result = run_process({"cmake", "--build", build_dir.string(), "--target", "deltaproof", "-j",
+                          std::to_string(jobs)},
+                         timeout_s);
+  b.result.seconds += configured;
+  return b;
 }
 
 }  // namespace deltaproof::falsify

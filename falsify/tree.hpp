@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/process.hpp"
+
 namespace deltaproof::falsify {
 
 // The top of the git checkout holding `inside`; throws InputError when there
@@ -25,6 +27,19 @@ TreeHashes hash_tracked_files(const std::filesystem::path& top);
 std::filesystem::path source_top(const std::filesystem::path& inside);
 // Sentences naming each file whose hash differs: "kernels/cpu/chunk.cpp changed".
 std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHashes& after);
+
+// Configures `source` into `build_dir` (Release, no tests or benchmarks, plus
+// `defines`: "-DDELTAPROOF_SYNC_FAULT=...") and builds its deltaproof with
+// `jobs` jobs, each step stopped after `timeout_s`. The result is the failing
+// step's, else the build's, with both steps' seconds; the binary is
+// build_dir/bin/deltaproof.
+struct Build {
+  ProcessResult result;
+  std::filesystem::path binary;
+  bool ok() const { return result.exit_code == 0 && !result.timed_out; }
+};
+Build build_deltaproof(const std::filesystem::path& source, const std::filesystem::path& build_dir,
+                       const std::vector<std::string>& defines, int jobs, double timeout_s);
 
 // A fresh folder /tmp/<prefix>-XXXXXX, removed with everything in it when
 // this object goes.

@@ -11,20 +11,6 @@
 
 namespace deltaproof::gates {
 
-std::string_view kind_name(GateKind kind) {
-  switch (kind) {
-    case GateKind::oracle:
-      return "oracle";
-    case GateKind::causality:
-      return "causality";
-    case GateKind::split_call:
-      return "split-call";
-    case GateKind::batch_head:
-      return "batch-head";
-  }
-  return "?";
-}
-
 // Evidence: tests/kernels/fixtures_test.cpp prints every fixture x term; the
 // worst clean figures over the 39 committed fixtures are quoted here.
 namespace bars {

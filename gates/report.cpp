@@ -6,9 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <limits>
 #include <map>
@@ -16,17 +14,21 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/process.hpp"
 
 namespace deltaproof::gates {
 namespace {
 
-std::string run_and_read(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  std::array<char, 256> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) out += buffer.data();
-  ::pclose(pipe);
+// A program's output, trimmed; "" when it cannot run or exits other than 0.
+std::string run_and_read(const std::vector<std::string>& argv) {
+  ProcessResult r;
+  try {
+    r = run_process(argv, 60);
+  } catch (const InputError&) {
+    return "";
+  }
+  if (r.exit_code != 0) return "";
+  std::string out = r.log;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }
@@ -131,10 +133,10 @@ std::string git_commit() {
     return valid ? hash + " (from DELTAPROOF_GIT_COMMIT)" : "unknown";
   }
   const std::string dir = DELTAPROOF_SOURCE_DIR;
-  const std::string head = run_and_read("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
+  const std::string head = run_and_read({"git", "-C", dir, "rev-parse", "HEAD"});
   if (head.size() != 40) return "unknown";
   const std::string dirty =
-      run_and_read("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
+      run_and_read({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"});
   return dirty.empty() ? head : head + "+dirty";
 }
 

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/process.hpp"
 #include "falsify/campaign.hpp"
-#include "falsify/process.hpp"
 #include "falsify/tree.hpp"
 #include "tests/core/temp_folder.hpp"
 

@@ -1,9 +1,11 @@
-// falsify/process.hpp — child processes for a campaign: each fault runs in a
-// process of its own (a crash or a hang is a RuntimeError or a Timeout of that
-// fault, never the campaign's end), in its own process group so a timeout or
-// an interrupt stops everything it started. SIGINT and SIGTERM are caught: the
-// campaign stops its child, cleans up (removes its scratch worktree) and exits
-// 130, leaving the user's tree as it found it.
+// core/process.hpp — the one way deltaproof runs another process: a gate's
+// replays, a campaign's children (each fault in a process of its own: a crash
+// or a hang is a RuntimeError or a Timeout of that fault, never the campaign's
+// end), builds, git. Each child runs in its own process group so a timeout or
+// an interrupt stops everything it started. SIGINT and SIGTERM are caught (once
+// catch_interrupts() is called): a campaign stops its child, cleans up
+// (removes its scratch worktree) and exits 130, leaving the user's tree as it
+// found it.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace deltaproof::falsify {
+namespace deltaproof {
 
 struct ProcessResult {
   int exit_code = -1;  // when it exited
@@ -22,11 +24,16 @@ struct ProcessResult {
   std::string tail(std::size_t lines) const;
 };
 
+enum class Interrupts { honoured, ignored };
+
 // Runs argv[0] (found on PATH when it has no slash) with stdout and stderr
-// captured; kills the process group after `timeout_s` (0: no limit).
-// Throws Interrupted when SIGINT or SIGTERM arrived while it ran.
+// captured; kills the process group after `timeout_s` (0: no limit). Throws
+// Interrupted when SIGINT or SIGTERM arrived while it ran, unless interrupts
+// are ignored (cleanup that must run during an interrupt). Throws InputError
+// when the program cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 0.0,
-                          const std::filesystem::path& cwd = {});
+                          const std::filesystem::path& cwd = {},
+                          Interrupts interrupts = Interrupts::honoured);
 
 // Whether an executable of this name is on PATH.
 bool on_path(const std::string& name);
@@ -45,4 +52,4 @@ void throw_if_interrupted();
 // run their own child processes.
 void clear_interrupt();
 
-}  // namespace deltaproof::falsify
+}  // namespace deltaproof

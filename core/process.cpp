@@ -1,5 +1,5 @@
-// falsify/process.cpp — see process.hpp.
-#include "falsify/process.hpp"
+// core/process.cpp — see process.hpp.
+#include "core/process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace deltaproof::falsify {
+namespace deltaproof {
 namespace fs = std::filesystem;
 
 namespace {
@@ -63,8 +63,9 @@ bool on_path(const std::string& name) {
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s,
-                          const fs::path& cwd) {
-  throw_if_interrupted();
+                          const fs::path& cwd, Interrupts interrupts) {
+  const bool honoured = interrupts == Interrupts::honoured;
+  if (honoured) throw_if_interrupted();
   char log_template[] = "/tmp/deltaproof-child-XXXXXX";
   const int log_fd = ::mkstemp(log_template);
   if (log_fd < 0) throw InputError("cannot create a temporary log file in /tmp");
@@ -111,8 +112,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     if (done == pid) break;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (g_interrupted || (timeout_s > 0 && elapsed > timeout_s)) {
-      interrupted = g_interrupted;
+    if ((honoured && g_interrupted) || (timeout_s > 0 && elapsed > timeout_s)) {
+      interrupted = honoured && g_interrupted;
       result.timed_out = !interrupted;
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -132,4 +133,4 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   return result;
 }
 
-}  // namespace deltaproof::falsify
+}  // namespace deltaproof

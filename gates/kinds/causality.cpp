@@ -1,0 +1,42 @@
+// gates/kinds/causality.cpp — the causality gate: o[t < P] keeps its bits when every token
+// t >= P moves, at the points causality_points() names.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gates/kinds/kind.hpp"
+
+namespace deltaproof::gates {
+
+void run_causality(const KindContext& c, GateResult& r) {
+  const LoadedFixture& f = c.fixture;
+  const KernelShape& s = f.job.shape;
+  const Buffers clean = run_poisoned(c.backend, s, f.job.inputs, Phase::fwd, r.record);
+  for (const int P : causality_points(s.T, s.chunk)) {
+    const Buffers nudged_inputs =
+        perturb_tokens(s, f.job.inputs, [&](const auto& idx) { return idx[1] >= P; });
+    const Buffers nudged = run_poisoned(c.backend, s, nudged_inputs, Phase::fwd, r.record);
+    auto before = [&](const auto& idx) { return idx[1] < P; };
+    auto after = [&](const auto& idx) { return idx[1] >= P; };
+    r.terms.push_back(bitwise_term(fmt::format("o[t<{}] unchanged", P), s, "o", nudged.at("o"),
+                                   clean.at("o"), before));
+    r.terms.push_back(
+        moved_term(fmt::format("o[t>={}] moved", P), s, "o", nudged.at("o"), clean.at("o"), after));
+  }
+}
+
+std::vector<int> causality_points(int T, int chunk) {
+  // in the first chunk: its middle and its last row; across the boundary: the
+  // second chunk's first row, its middle and its last; inside a partial tail:
+  // its first row and its middle
+  const int C = chunk, tail = T % C, tail_start = T - tail;
+  std::vector<int> points = {C / 2, C - 1, C, C + C / 2, 2 * C - 1};
+  if (tail > 0) points.insert(points.end(), {tail_start, tail_start + tail / 2});
+  std::vector<int> out;
+  for (int p : points)
+    if (p >= 1 && p < T && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace deltaproof::gates

@@ -1,0 +1,92 @@
+// gates/kinds/split_call.cpp — the split-call gate: two calls joined by the state (the
+// first's ht the second's h0, the second's dh0 the first's dht) against one
+// call, at the points split_points() names.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gates/kinds/kind.hpp"
+
+namespace deltaproof::gates {
+
+namespace {
+
+// One split of T at P: the two calls' outputs re-assembled in the whole
+// call's layout.
+Buffers split_call(const kernels::Backend& backend, const KernelShape& s, const Buffers& inputs,
+                   int P, kernels::ExecutionRecord& record) {
+  KernelShape head_shape, tail_shape;
+  Buffers head = slice_time(s, inputs, 0, P, head_shape);
+  Buffers tail = slice_time(s, inputs, P, s.T, tail_shape);
+  // forward of the first call hands its final state to the second
+  const Buffers first_fwd = run_poisoned(backend, head_shape, head, Phase::fwd, record);
+  tail["h0"] = first_fwd.at("ht");
+  const Buffers second = run_poisoned(backend, tail_shape, tail, Phase::bwd, record);
+  // the second call's dh0 is the first call's dht
+  head["dht"] = second.at("dh0");
+  const Buffers first = run_poisoned(backend, head_shape, head, Phase::bwd, record);
+  Buffers joined;
+  for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd)) {
+    if (name == "ht") {
+      joined[name] = second.at("ht");
+    } else if (name == "dh0") {
+      joined[name] = first.at("dh0");
+    } else {
+      // re-assemble [B,T,H,w] from the two calls' token ranges
+      const int width = kernels::tensor_width(s, name);
+      const int w = width == 0 ? 1 : width;
+      auto& out = joined[name];
+      out.resize(first.at(name).size() + second.at(name).size());
+      for (int b = 0; b < s.B; ++b)
+        for (int t = 0; t < s.T; ++t)
+          for (int h = 0; h < s.H; ++h)
+            for (int i = 0; i < w; ++i)
+              out[token_offset(s.T, s.H, width, b, t, h, i)] =
+                  t < P ? first.at(name)[token_offset(P, s.H, width, b, t, h, i)]
+                        : second.at(name)[token_offset(s.T - P, s.H, width, b, t - P, h, i)];
+    }
+  }
+  return joined;
+}
+
+}  // namespace
+
+void run_split_call(const KindContext& c, GateResult& r) {
+  const LoadedFixture& f = c.fixture;
+  const Gate& gate = c.gate;
+  const KernelShape& s = f.job.shape;
+  const Buffers whole = run_poisoned(c.backend, s, f.job.inputs, Phase::bwd, r.record);
+  auto all = [](const auto&) { return true; };
+  const CompareOptions compare = family_compare(*gate.family);
+  for (const SplitPoint& point : split_points(s.T, s.chunk)) {
+    const Buffers joined = split_call(c.backend, s, f.job.inputs, point.at, r.record);
+    if (point.boundary) {
+      for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd))
+        r.terms.push_back(bitwise_term(fmt::format("{} split at t={}", name, point.at), s, name,
+                                       joined.at(name), whole.at(name), all));
+      continue;
+    }
+    for (TermComparison& t :
+         compare_terms(s, Phase::bwd, as_doubles(joined), f.reference, compare)) {
+      const std::string label = fmt::format("{} split at t={} vs oracle", t.term, point.at);
+      if (!t.message.empty()) t.message = fmt::format("{}: {}", label, t.message);
+      t.term = label;
+      r.terms.push_back(std::move(t));
+    }
+  }
+}
+
+std::vector<SplitPoint> split_points(int T, int chunk) {
+  const int C = chunk;
+  std::vector<SplitPoint> out;
+  for (const SplitPoint p : {SplitPoint{1, false}, SplitPoint{C / 2, false}, SplitPoint{C, true},
+                             SplitPoint{2 * C, true}, SplitPoint{T - 1, T > 1 && (T - 1) % C == 0}})
+    if (p.at >= 1 && p.at < T &&
+        std::none_of(out.begin(), out.end(), [&](const SplitPoint& q) { return q.at == p.at; }))
+      out.push_back(p);
+  std::sort(out.begin(), out.end(),
+            [](const SplitPoint& a, const SplitPoint& b) { return a.at < b.at; });
+  return out;
+}
+
+}  // namespace deltaproof::gates
