@@ -63,7 +63,7 @@ bool on_path(const std::string& name) {
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s,
-                          const fs::path& cwd, Interrupts interrupts) {
+                          const fs::path& cwd, Interrupts interrupts, Capture capture) {
   const bool honoured = interrupts == Interrupts::honoured;
   if (honoured) throw_if_interrupted();
   char log_template[] = "/tmp/deltaproof-child-XXXXXX";
@@ -75,7 +75,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  if (capture == Capture::both)
+    posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);

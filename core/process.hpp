@@ -25,6 +25,9 @@ struct ProcessResult {
 };
 
 enum class Interrupts { honoured, ignored };
+// What the log holds: stdout and stderr together, or stdout alone (stderr to
+// /dev/null: output read as data, where a warning must not count as data).
+enum class Capture { both, stdout_only };
 
 // Runs argv[0] (found on PATH when it has no slash) with stdout and stderr
 // captured; kills the process group after `timeout_s` (0: no limit). Throws
@@ -33,7 +36,8 @@ enum class Interrupts { honoured, ignored };
 // when the program cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 0.0,
                           const std::filesystem::path& cwd = {},
-                          Interrupts interrupts = Interrupts::honoured);
+                          Interrupts interrupts = Interrupts::honoured,
+                          Capture capture = Capture::both);
 
 // Whether an executable of this name is on PATH.
 bool on_path(const std::string& name);

@@ -19,11 +19,12 @@
 namespace deltaproof::gates {
 namespace {
 
-// A program's output, trimmed; "" when it cannot run or exits other than 0.
+// A program's standard output, trimmed (what it says on stderr is not read);
+// "" when it cannot run or exits other than 0.
 std::string run_and_read(const std::vector<std::string>& argv) {
   ProcessResult r;
   try {
-    r = run_process(argv, 60);
+    r = run_process(argv, 60, {}, Interrupts::honoured, Capture::stdout_only);
   } catch (const InputError&) {
     return "";
   }

@@ -203,6 +203,15 @@ TEST(Shard, SplitsTheCatalogWithoutOverlapOrLoss) {
   EXPECT_THROW(shard_faults(c, {"nope"}, 1, 1), InputError);
 }
 
+// Output read as data (git's HEAD, its status) holds stdout alone: a warning
+// on stderr must not read as a dirty tree.
+TEST(Process, CapturesStdoutAloneWhenAsked) {
+  const auto r = run_process({"sh", "-c", "echo out; echo err >&2"}, 0, {}, Interrupts::honoured,
+                             Capture::stdout_only);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.log, "out\n");
+}
+
 TEST(Process, ReportsExitSignalAndTimeout) {
   auto r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
   EXPECT_EQ(r.exit_code, 3);
