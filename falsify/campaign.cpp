@@ -17,6 +17,7 @@
 #include "core/process.hpp"
 #include "falsify/tree.hpp"
 #include "gates/report.hpp"
+#include "gates/report_file.hpp"
 #include "gates/runner.hpp"
 #include "kernels/backend.hpp"
 
@@ -291,17 +292,21 @@ bool run_gates_in_child(const std::string& binary, const fs::path& fixtures_dir,
                            timeout_s);
     return false;
   }
-  const json parsed = read_json_file(report);
-  if ((r.exit_code != 0 && r.exit_code != 1) || parsed.is_null()) {
+  std::error_code exists_error;
+  const bool has_report = fs::exists(report, exists_error);
+  if ((r.exit_code != 0 && r.exit_code != 1) || !has_report) {
     o.status = FaultStatus::runtime_error;
     o.reason = fmt::format("the gate run {} and left {}: {}",
                            r.signal ? fmt::format("died of signal {}", r.signal)
                                     : fmt::format("exited {}", r.exit_code),
-                           parsed.is_null() ? "no report" : "a report", r.tail(4));
+                           has_report ? "a report" : "no report", r.tail(4));
     return false;
   }
   try {
-    o.outcomes = gate_outcomes(parsed);
+    // read as `report show` reads it: validated against the schema, then typed
+    o.outcomes.clear();
+    for (const auto& gate : gates::read_report_file(report).gates)
+      o.outcomes.push_back(gate_outcome(gate));
   } catch (const InputError& e) {
     o.status = FaultStatus::runtime_error;
     o.reason = fmt::format("the gate run's report cannot be read: {}", e.what());

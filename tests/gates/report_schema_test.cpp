@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../core/temp_folder.hpp"
@@ -32,6 +33,7 @@
 #include "gates/fixture_io.hpp"
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
+#include "gates/report_file.hpp"
 #include "gates/runner.hpp"
 #include "tests/schema_validation.hpp"
 
@@ -163,6 +165,27 @@ class ReportSchema : public ::testing::Test {
     EXPECT_NE(joined(errors).find(names), std::string::npos)
         << "the schema refused a report with " << what << ", but no error names '" << names
         << "':" << joined(errors);
+    // the compiled-in copy that `report show|diff` and the campaign read with
+    EXPECT_NE(report_schema_problem(broken), "")
+        << "read_report_file would accept a report with " << what;
+  }
+  // The reader's sentence for a copy of the report with one edit.
+  static std::string refusal(const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json broken = report();
+    edit(broken);
+    return report_schema_problem(broken);
+  }
+  static std::size_t index_of(const std::string& name) {
+    const auto& gates = report_->at("gates");
+    for (std::size_t i = 0; i < gates.size(); ++i)
+      if (gates[i].at("name") == name) return i;
+    throw std::runtime_error("no gate " + name + " in the report");
+  }
+  static std::size_t term_index(std::size_t gate, const std::string& name) {
+    const auto& terms = report_->at("gates")[gate].at("terms");
+    for (std::size_t i = 0; i < terms.size(); ++i)
+      if (terms[i].at("term") == name) return i;
+    throw std::runtime_error("no term " + name);
   }
 
   static nlohmann::json* report_;
@@ -344,6 +367,110 @@ TEST_F(ReportSchema, RefusesBrokenReports) {
                  [](auto& r) { r["verdict"] = "skipped"; });
   expect_refused("gates as an object", "<root>[gates]",
                  [](auto& r) { r["gates"] = nlohmann::json::object(); });
+}
+
+}  // namespace
+}  // namespace deltaproof::gates
+
+namespace deltaproof::gates {
+namespace {
+
+// read_report_file: the schema's refusal as one sentence naming the gate (its
+// number and name), the term and the field, and what the field must hold.
+TEST_F(ReportSchema, TheReaderNamesTheGateTermAndField) {
+  EXPECT_EQ(report_schema_problem(report()), "") << "a report as make_report wrote it";
+  const std::size_t bwd = index_of("gdn2.cpu-chunk.t256-c16.bwd");
+  const std::size_t dq = term_index(bwd, "dq");
+  const std::string gate_text = fmt::format("gate {} ('gdn2.cpu-chunk.t256-c16.bwd')", bwd + 1);
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd].erase("verdict"); }),
+            gate_text +
+                " has no 'verdict' field, which every deltaproof-report/1 report has; was the "
+                "file edited, or written by another tool?");
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["terms"][dq].erase("rel"); }),
+            gate_text +
+                ", term 'dq' has no 'rel' field, which every deltaproof-report/1 report has; was "
+                "the file edited, or written by another tool?");
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["terms"][dq]["rel"] = "small"; }),
+            gate_text + ", term 'dq': 'rel' is 'small', but must be a number or null.");
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["verdict"] = "green"; }),
+            gate_text + ": 'verdict' is 'green', but must be one of: pass, fail, skipped.");
+  EXPECT_EQ(refusal([&](auto& r) { r["host"]["cpus"] = "4"; }),
+            "the report: 'host': 'cpus' is '4', but must be an integer.");
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["terms"][dq]["bar"] = nullptr; }),
+            gate_text + ", term 'dq': 'bar' is null, but must be a number.");
+  // a right type that breaks another constraint: valijson's own words
+  const std::string commit = refusal([](auto& r) { r["git_commit"] = "abc"; });
+  EXPECT_EQ(commit.rfind("the report: 'git_commit' is 'abc': ", 0), 0u) << commit;
+  const std::string reasons = refusal([&](auto& r) {
+    r["gates"][bwd]["verdict"] = "fail";
+    r["gates"][bwd]["reasons"] = nlohmann::json::array();
+  });
+  EXPECT_EQ(reasons.rfind(gate_text + ": 'reasons' is an array: ", 0), 0u) << reasons;
+}
+
+TEST_F(ReportSchema, AReportFileReadsBackTyped) {
+  testing::TempFolder folder;
+  const fs::path path = folder.path() / "r.json";
+  std::ofstream(path) << report().dump(2);
+  const ReportFile file = read_report_file(path);
+  EXPECT_EQ(file.schema, kReportSchema);
+  EXPECT_EQ(file.command, "deltaproof gate run test");
+  EXPECT_EQ(file.verdict, Verdict::fail) << "the red `gate check` candidates";
+  ASSERT_EQ(file.gates.size(), report().at("gates").size());
+  for (std::size_t i = 0; i < file.gates.size(); ++i) {
+    EXPECT_EQ(file.gates[i].name, report().at("gates")[i].at("name"));
+    EXPECT_EQ(file.gates[i].terms.size(), report().at("gates")[i].at("terms").size());
+  }
+  nlohmann::json broken = report();
+  broken["gates"][0].erase("terms");
+  std::ofstream(path) << broken.dump();
+  try {
+    read_report_file(path);
+    ADD_FAILURE() << "a gate without terms was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path.string() + ": gate 1 ('", 0), 0u) << e.what();
+  }
+}
+
+// diff_reports: gates by name, terms by term; a 10% growth is worse, a term
+// or gate that passed in A and does not in B turned red.
+TEST_F(ReportSchema, DiffMatchesGatesAndTermsByName) {
+  testing::TempFolder folder;
+  auto file_of = [&](const std::string& name, const nlohmann::json& document) {
+    const fs::path path = folder.path() / name;
+    std::ofstream(path) << document.dump();
+    return read_report_file(path);
+  };
+  const ReportFile a = file_of("a.json", report());
+  const ReportDiff same = diff_reports(a, a);
+  EXPECT_EQ(same.gates.size(), a.gates.size());
+  EXPECT_EQ(same.worse + same.better + same.verdicts_changed, 0);
+  EXPECT_TRUE(same.turned_red.empty());
+
+  const std::size_t bwd = index_of("gdn2.cpu-chunk.t256-c16.bwd");
+  const std::size_t dq = term_index(bwd, "dq"), dk = term_index(bwd, "dk");
+  nlohmann::json edited = report();
+  auto& gate = edited["gates"][bwd];
+  gate["terms"][dk]["rel"] = gate["terms"][dk]["rel"].get<double>() * 1.5;  // worse, still green
+  gate["terms"][dq]["status"] = "fail";
+  gate["terms"][dq]["message"] = "dq: rel above the bar";
+  gate["verdict"] = "fail";
+  gate["reasons"] = {"dq: rel above the bar"};
+  edited["verdict"] = "fail";
+  edited["gates"].erase(index_of("kda.cpu-recurrent.t40-c16.bwd"));
+  const ReportDiff d = diff_reports(a, file_of("b.json", edited));
+  EXPECT_EQ(d.worse, 2);
+  EXPECT_EQ(d.better, 0);
+  EXPECT_EQ(d.verdicts_changed, 1);
+  ASSERT_EQ(d.only_a.size(), 1u);
+  EXPECT_EQ(d.only_a[0]->name, "kda.cpu-recurrent.t40-c16.bwd");
+  EXPECT_EQ(d.turned_red, (std::vector<std::string>{"gate gdn2.cpu-chunk.t256-c16.bwd",
+                                                    "gdn2.cpu-chunk.t256-c16.bwd term dq"}));
+
+  nlohmann::json twice = report();
+  twice["gates"].push_back(twice["gates"][0]);
+  const ReportFile doubled = file_of("twice.json", twice);
+  EXPECT_THROW(diff_reports(a, doubled), InputError);
 }
 
 }  // namespace
