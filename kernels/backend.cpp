@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
+#include "core/gdn2_form.hpp"
 #include "kernels/cpu/backends.hpp"
 #ifdef DELTAPROOF_HAVE_CUDA_BACKENDS
 #include "kernels/cuda/backends.hpp"
@@ -60,6 +63,23 @@ std::size_t tensor_size(const KernelShape& s, std::string_view name) {
   const int width = tensor_width(s, name);
   if (width < 0) return static_cast<std::size_t>(s.B) * s.H * s.K * s.V;
   return static_cast<std::size_t>(s.B) * s.T * s.H * (width == 0 ? 1 : width);
+}
+
+Buffers gdn2_gradient_buffers(const KernelShape& shape, Buffers& outputs) {
+  if (shape.op == Op::gdn2) {
+    Buffers own;
+    for (const char* name : {"dg", "db", "dw"}) own[name] = std::move(outputs.at(name));
+    return own;
+  }
+  const std::size_t tk = tensor_size(shape, "q"), tv = tensor_size(shape, "v");
+  return {{"dg", std::vector<float>(tk, std::nanf(""))},
+          {"db", std::vector<float>(tk, std::nanf(""))},
+          {"dw", std::vector<float>(tv, std::nanf(""))}};
+}
+
+void fold_gdn2_gradients(const KernelShape& shape, Buffers&& gradients, Buffers& outputs) {
+  fold_gradients(shape.op, shape.K, shape.V, gradients);
+  for (auto& [name, values] : gradients) outputs.at(name) = std::move(values);
 }
 
 Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill) {

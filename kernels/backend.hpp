@@ -43,6 +43,13 @@ void require_deterministic_contract(const KernelShape& shape, std::string_view b
 // over channels; a stochastic rule draws from a stream of its own (B*H).
 void round_outputs(const KernelShape& shape, Buffers& outputs);
 
+// The gradients of g, b and w in gdn2 form (core/gdn2_form.hpp), for a
+// backend that computes in it: the outputs' own dg, db and dw for gdn2; for kda
+// and gdn full-width buffers of NaN (unwritten elements stay poison).
+// fold_gdn2_gradients folds them back into the outputs (dg, dbeta).
+Buffers gdn2_gradient_buffers(const KernelShape& shape, Buffers& outputs);
+void fold_gdn2_gradients(const KernelShape& shape, Buffers&& gradients, Buffers& outputs);
+
 // Names of the tensors a kernel reads: q k v g b w h0 (gdn2) or q k v g beta h0
 // (kda, gdn), plus the cotangents do dht for the backward.
 std::vector<std::string> kernel_input_names(Op op);

@@ -2,6 +2,7 @@
 // every (batch, head) of a problem.
 #include "oracle/evaluate.hpp"
 
+#include "core/gdn2_form.hpp"
 #include "core/parallel.hpp"
 #include "oracle/scalar.hpp"
 
@@ -35,7 +36,7 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
     const int b = index / s.H;
     const int h = index % s.H;
     const Sequence<S> x = head_sequence<S>(problem, b, h);
-    const Mat<S> dout = head_tokens<S>(s, problem.at("do"), s.V, 0, b, h);
+    const Mat<S> dout = head_tokens<S>(s, problem.at("do"), s.V, b, h);
     const Mat<S> dht = head_state<S>(s, problem.at("dht"), b, h);
     HeadResult<S>& result = heads[index];
     result.trajectory = forward(x, scale, with_gradients, faults);
@@ -59,6 +60,16 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
       allocate(layout);
     }
   auto narrow = [](const S& x) { return to_double(x); };
+  auto keep = [](const S& x) { return x; };
+  // the gradients of g, b and w in gdn2 form, kept in S until they are folded
+  // back into the op's own (core/gdn2_form.hpp)
+  std::map<std::string, std::vector<S>> gates;
+  if (with_gradients) {
+    const auto size = [&](int width) { return static_cast<std::size_t>(s.B) * s.T * s.H * width; };
+    gates = {{"dg", std::vector<S>(size(s.K), S(0))},
+             {"db", std::vector<S>(size(s.K), S(0))},
+             {"dw", std::vector<S>(size(s.V), S(0))}};
+  }
   S total = S(0);
   for (int b = 0; b < s.B; ++b) {
     for (int h = 0; h < s.H; ++h) {
@@ -71,18 +82,16 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
       store_head_tokens(s, d.dq, s.K, b, h, tensors["dq"], narrow);
       store_head_tokens(s, d.dk, s.K, b, h, tensors["dk"], narrow);
       store_head_tokens(s, d.dv, s.V, b, h, tensors["dv"], narrow);
-      store_head_tokens(s, d.dg, s.op == Op::gdn ? 0 : s.K, b, h, tensors["dg"], narrow);
-      if (s.op == Op::gdn2) {
-        store_head_tokens(s, d.db, s.K, b, h, tensors["db"], narrow);
-        store_head_tokens(s, d.dw, s.V, b, h, tensors["dw"], narrow);
-      } else {
-        // beta feeds both b and w: dbeta is the sum of both broadcasts' adjoints
-        Mat<S> dbeta(s.T, 1);
-        for (int t = 0; t < s.T; ++t) dbeta(t, 0) = d.db.row(t).sum() + d.dw.row(t).sum();
-        store_head_tokens(s, dbeta, 0, b, h, tensors["dbeta"], narrow);
-      }
+      store_head_tokens(s, d.dg, s.K, b, h, gates["dg"], keep);
+      store_head_tokens(s, d.db, s.K, b, h, gates["db"], keep);
+      store_head_tokens(s, d.dw, s.V, b, h, gates["dw"], keep);
       store_head_state(s, d.dh0, b, h, tensors["dh0"], narrow);
     }
+  }
+  if (with_gradients) fold_gradients(s.op, s.K, s.V, gates);
+  for (const auto& [name, values] : gates) {
+    std::vector<double>& tensor = tensors.at(name);
+    for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);
   }
   out.loss = to_double(total);
   return out;

@@ -2,7 +2,12 @@
 #include "oracle/forward_mode.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
 
+#include "core/gdn2_form.hpp"
 #include "core/parallel.hpp"
 #include "oracle/dual.hpp"
 
@@ -18,31 +23,30 @@ struct HeadCoordinate {
   int row, column;
 };
 
+// The gdn2-form matrix of a sequence named `name` (core/gdn2_form.hpp).
+Mat<D>& gdn2_matrix(Sequence<D>& x, std::string_view name) {
+  for (auto [field, matrix] : {std::pair{"q", &x.q},
+                               {"k", &x.k},
+                               {"v", &x.v},
+                               {"g", &x.g},
+                               {"b", &x.b},
+                               {"w", &x.w},
+                               {"h0", &x.h0}})
+    if (name == field) return *matrix;
+  throw std::logic_error("no gdn2-form tensor named " + std::string(name));
+}
+
 // Adds `weight` to tangent n of every gdn2-form entry that the coordinate
-// feeds: beta feeds a row of b and a row of w; gdn's scalar g a row of g.
-void seed(Sequence<D>& x, const FixtureSpec& s, const HeadCoordinate& c, double weight, int n) {
-  const std::string& name = c.layout->name;
-  auto add = [&](Mat<D>& m, int row, int column) { m(row, column).tangent[n] += weight; };
-  if (name == "q")
-    add(x.q, c.row, c.column);
-  else if (name == "k")
-    add(x.k, c.row, c.column);
-  else if (name == "v")
-    add(x.v, c.row, c.column);
-  else if (name == "b")
-    add(x.b, c.row, c.column);
-  else if (name == "w")
-    add(x.w, c.row, c.column);
-  else if (name == "h0")
-    add(x.h0, c.row, c.column);
-  else if (name == "g") {
-    if (s.op == Op::gdn)
-      for (int i = 0; i < s.K; ++i) add(x.g, c.row, i);
+// feeds (gdn2_tensors_fed): a scalar per token (beta, gdn's g) a whole row of
+// each tensor it is broadcast to, any other coordinate its own entry.
+void seed(Sequence<D>& x, const HeadCoordinate& c, double weight, int n) {
+  const bool broadcast = !c.layout->is_state && c.layout->width == 0;
+  for (std::string_view name : gdn2_tensors_fed(c.layout->name)) {
+    Mat<D>& m = gdn2_matrix(x, name);
+    if (broadcast)
+      for (Eigen::Index i = 0; i < m.cols(); ++i) m(c.row, i).tangent[n] += weight;
     else
-      add(x.g, c.row, c.column);
-  } else if (name == "beta") {
-    for (int i = 0; i < s.K; ++i) add(x.b, c.row, i);
-    for (int j = 0; j < s.V; ++j) add(x.w, c.row, j);
+      m(c.row, c.column).tangent[n] += weight;
   }
 }
 
@@ -69,7 +73,7 @@ std::vector<HeadCoordinate> head_coordinates(const FixtureSpec& s,
 std::array<double, kTangents> tangent_of_loss(const Problem& p, Sequence<D>& x, int b, int h,
                                               const GeneratorFaults& faults) {
   const FixtureSpec& s = p.spec;
-  const Mat<D> dout = head_tokens<D>(s, p.at("do"), s.V, 0, b, h);
+  const Mat<D> dout = head_tokens<D>(s, p.at("do"), s.V, b, h);
   const Mat<D> dht = head_state<D>(s, p.at("dht"), b, h);
   const Trajectory<D> trajectory = forward(x, D(s.scale()), false, faults);
   const D total = loss(trajectory, dout, dht);
@@ -107,7 +111,7 @@ TensorMap forward_mode_gradient(const Problem& problem, int threads,
     const std::size_t first = static_cast<std::size_t>(batch) * kTangents;
     const std::size_t last = std::min(coordinates.size(), first + kTangents);
     for (std::size_t c = first; c < last; ++c)
-      seed(x, s, coordinates[c], 1.0, static_cast<int>(c - first));
+      seed(x, coordinates[c], 1.0, static_cast<int>(c - first));
     const auto tangents = tangent_of_loss(problem, x, b, h, faults);
     // each coordinate belongs to exactly one task: no two tasks write one slot
     for (std::size_t c = first; c < last; ++c)
@@ -143,7 +147,7 @@ std::vector<double> forward_mode_directional(const Problem& problem,
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < columns; ++c) {
           const HeadCoordinate coordinate{&*layout, r, c};
-          seed(x, s, coordinate, directions[d].values[flat_offset(s, coordinate, b, h)],
+          seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, b, h)],
                static_cast<int>(d - first));
         }
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gdn2_form.hpp"
 #include "core/recurrence.hpp"
 #include "oracle/op.hpp"
 
@@ -64,16 +65,13 @@ inline std::size_t state_offset(const FixtureSpec& s, int b, int h, int i, int j
   return deltaproof::state_offset(s.H, s.K, s.V, b, h, i, j);
 }
 
-// Copies one token tensor's (b, h) slice into a T x width matrix, broadcasting
-// a scalar-per-token tensor (width 0) to `broadcast_width` columns.
+// Copies one token tensor's (b, h) slice into a T x width matrix.
 template <class S>
-Mat<S> head_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
-                   int broadcast_width, int b, int h) {
-  const int cols = width == 0 ? broadcast_width : width;
-  Mat<S> out(s.T, cols);
+Mat<S> head_tokens(const FixtureSpec& s, const std::vector<double>& values, int width, int b,
+                   int h) {
+  Mat<S> out(s.T, width);
   for (int t = 0; t < s.T; ++t)
-    for (int i = 0; i < cols; ++i)
-      out(t, i) = S(values[token_offset(s, width, b, t, h, width == 0 ? 0 : i)]);
+    for (int i = 0; i < width; ++i) out(t, i) = S(values[token_offset(s, width, b, t, h, i)]);
   return out;
 }
 
@@ -85,41 +83,30 @@ Mat<S> head_state(const FixtureSpec& s, const std::vector<double>& values, int b
   return out;
 }
 
-// The (b, h) sequence in gdn2 form: kda/gdn's beta becomes b (over K) and w
-// (over V); gdn's scalar g is broadcast over K.
+// The (b, h) sequence in gdn2 form (core/gdn2_form.hpp: kda/gdn's beta
+// becomes b over K and w over V; gdn's scalar g is broadcast over K).
 template <class S>
 Sequence<S> head_sequence(const Problem& p, int b, int h) {
   const FixtureSpec& s = p.spec;
   Sequence<S> x;
-  x.q = head_tokens<S>(s, p.at("q"), s.K, 0, b, h);
-  x.k = head_tokens<S>(s, p.at("k"), s.K, 0, b, h);
-  x.v = head_tokens<S>(s, p.at("v"), s.V, 0, b, h);
-  x.g = head_tokens<S>(s, p.at("g"), s.op == Op::gdn ? 0 : s.K, s.K, b, h);
-  if (s.op == Op::gdn2) {
-    x.b = head_tokens<S>(s, p.at("b"), s.K, 0, b, h);
-    x.w = head_tokens<S>(s, p.at("w"), s.V, 0, b, h);
-  } else {
-    x.b = head_tokens<S>(s, p.at("beta"), 0, s.K, b, h);
-    x.w = head_tokens<S>(s, p.at("beta"), 0, s.V, b, h);
-  }
+  x.q = head_tokens<S>(s, p.at("q"), s.K, b, h);
+  x.k = head_tokens<S>(s, p.at("k"), s.K, b, h);
+  x.v = head_tokens<S>(s, p.at("v"), s.V, b, h);
+  const Gdn2Gates<double> gates = gdn2_gates(s.op, s.K, s.V, p.values);
+  x.g = head_tokens<S>(s, gates.g, s.K, b, h);
+  x.b = head_tokens<S>(s, gates.b, s.K, b, h);
+  x.w = head_tokens<S>(s, gates.w, s.V, b, h);
   x.h0 = head_state<S>(s, p.at("h0"), b, h);
   return x;
 }
 
-// Writes a T x cols matrix into a token tensor's (b, h) slice; for a scalar
-// tensor (width 0) the row sums are written (the adjoint of the broadcast).
-template <class S, class ToDouble>
+// Writes a T x width matrix into a token tensor's (b, h) slice, each value
+// through `convert`.
+template <class S, class Out, class Convert>
 void store_head_tokens(const FixtureSpec& s, const Mat<S>& m, int width, int b, int h,
-                       std::vector<double>& out, ToDouble to_double) {
-  for (int t = 0; t < s.T; ++t) {
-    if (width == 0) {
-      S sum = S(0);
-      for (Eigen::Index i = 0; i < m.cols(); ++i) sum += m(t, i);
-      out[token_offset(s, 0, b, t, h, 0)] = to_double(sum);
-    } else {
-      for (int i = 0; i < width; ++i) out[token_offset(s, width, b, t, h, i)] = to_double(m(t, i));
-    }
-  }
+                       std::vector<Out>& out, Convert convert) {
+  for (int t = 0; t < s.T; ++t)
+    for (int i = 0; i < width; ++i) out[token_offset(s, width, b, t, h, i)] = convert(m(t, i));
 }
 
 template <class S, class ToDouble>

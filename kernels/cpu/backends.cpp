@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/gdn2_form.hpp"
 #include "core/parallel.hpp"
 #include "core/recurrence.hpp"
 #include "kernels/faults.hpp"
@@ -29,35 +30,30 @@ MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, int b,
   return out;
 }
 
-HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows) {
+HeadSequence gather_head(const KernelShape& s, const Buffers& in, const Gdn2Gates<float>& gates,
+                         int b, int h, int rows) {
   HeadSequence x;
   x.Q = gather_tokens(s, in.at("q"), s.K, s.K, b, h, rows);
   x.K = gather_tokens(s, in.at("k"), s.K, s.K, b,
                       DELTAPROOF_FAULT(head_count_hardcoded_2) ? h % 2 : h, rows);
   x.V = gather_tokens(s, in.at("v"), DELTAPROOF_FAULT(v_read_with_k_stride) ? s.K : s.V, s.V, b, h,
                       rows);
-  x.g = gather_tokens(s, in.at("g"), s.op == Op::gdn ? 0 : s.K, s.K,
-                      DELTAPROOF_FAULT(gate_batch_offset_dropped) ? 0 : b, h, rows);
-  if (s.op == Op::gdn2) {
-    x.B = gather_tokens(s, in.at("b"), s.K, s.K, b, h, rows);
-    x.W = gather_tokens(s, in.at("w"), s.V, s.V, b, h, rows);
-  } else {
-    x.B = gather_tokens(s, in.at("beta"), 0, s.K, b, h, rows);
-    x.W = gather_tokens(s, in.at("beta"), 0, s.V, b, h, rows);
-  }
+  x.g = gather_tokens(s, gates.g, s.K, s.K, DELTAPROOF_FAULT(gate_batch_offset_dropped) ? 0 : b, h,
+                      rows);
+  x.B = gather_tokens(s, gates.b, s.K, s.K, b, h, rows);
+  x.W = gather_tokens(s, gates.w, s.V, s.V, b, h, rows);
   x.h0 = gather_state(s, in.at("h0"), b, h);
   return x;
 }
 
+HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows) {
+  return gather_head(s, in, gdn2_gates(s.op, s.K, s.V, in), b, h, rows);
+}
+
 void scatter_tokens(const KernelShape& s, const MatF& m, int width, int b, int h,
                     std::vector<float>& out) {
-  for (int t = 0; t < s.T; ++t) {
-    if (width == 0) {
-      out[token_offset(s.T, s.H, 0, b, t, h, 0)] = m.row(t).sum();
-    } else {
-      for (int i = 0; i < width; ++i) out[token_offset(s.T, s.H, width, b, t, h, i)] = m(t, i);
-    }
-  }
+  for (int t = 0; t < s.T; ++t)
+    for (int i = 0; i < width; ++i) out[token_offset(s.T, s.H, width, b, t, h, i)] = m(t, i);
 }
 
 void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vector<float>& out) {
@@ -67,9 +63,27 @@ void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vecto
 
 namespace {
 
+// The gradients of g, b and w in gdn2 form while the heads run, folded back
+// into the outputs once every head has written (kernels/backend.hpp).
+class Gdn2Gradients {
+ public:
+  Gdn2Gradients(const KernelShape& s, bool backward, Buffers& out) : s_(s), out_(out) {
+    if (backward) grads_ = gdn2_gradient_buffers(s, out);
+  }
+  std::vector<float>& at(const char* name) { return grads_.at(name); }
+  void fold() {
+    if (!grads_.empty()) fold_gdn2_gradients(s_, std::move(grads_), out_);
+  }
+
+ private:
+  const KernelShape& s_;
+  Buffers& out_;
+  Buffers grads_;
+};
+
 // Writes one head's results; gradients only when they were computed.
 void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool backward,
-                  Buffers& out) {
+                  Buffers& out, Gdn2Gradients& grads) {
   scatter_tokens(s, r.O, s.V, b, h, out.at("o"));
   scatter_state(s, r.ht, b, h, out.at("ht"));
   if (!backward) return;
@@ -77,15 +91,9 @@ void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool 
   scatter_tokens(s, d.dQ, s.K, b, h, out.at("dq"));
   scatter_tokens(s, d.dK, s.K, b, h, out.at("dk"));
   scatter_tokens(s, d.dV, s.V, b, h, out.at("dv"));
-  scatter_tokens(s, d.dG, s.op == Op::gdn ? 0 : s.K, b, h, out.at("dg"));
-  if (s.op == Op::gdn2) {
-    scatter_tokens(s, d.dB, s.K, b, h, out.at("db"));
-    scatter_tokens(s, d.dW, s.V, b, h, out.at("dw"));
-  } else {
-    // beta feeds both B and W
-    const MatF dbeta = d.dB.rowwise().sum() + d.dW.rowwise().sum();
-    scatter_tokens(s, dbeta, 0, b, h, out.at("dbeta"));
-  }
+  scatter_tokens(s, d.dG, s.K, b, h, grads.at("dg"));
+  scatter_tokens(s, d.dB, s.K, b, h, grads.at("db"));
+  scatter_tokens(s, d.dW, s.V, b, h, grads.at("dw"));
   if (r.dh0.size() != 0) scatter_state(s, r.dh0, b, h, out.at("dh0"));
 }
 
@@ -110,15 +118,18 @@ class ChunkBackend final : public Backend {
     const bool backward = phase == Phase::bwd;
     const int chunks = (s.T + s.chunk - 1) / s.chunk;
     const int rows = DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? chunks * s.chunk : s.T;
+    const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
+    Gdn2Gradients grads(s, backward, out);
     for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
-      const HeadSequence x = gather_head(s, in, b, h, rows);
+      const HeadSequence x = gather_head(s, in, gates, b, h, rows);
       const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
       const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
       // one stochastic stream per head, whichever thread runs it
       Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
       const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
-      scatter_head(s, b, h, r, backward, out);
+      scatter_head(s, b, h, r, backward, out, grads);
     });
+    grads.fold();
     round_outputs(s, out);  // as written, in the class's storage type
   }
 };
@@ -133,8 +144,10 @@ class RecurrentBackend final : public Backend {
            ExecutionRecord& record) const override {
     require_f32_contract(s, name());
     const bool backward = phase == Phase::bwd;
+    const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
+    Gdn2Gradients grads(s, backward, out);
     for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
-      const HeadSequence x = gather_head(s, in, b, h, s.T);
+      const HeadSequence x = gather_head(s, in, gates, b, h, s.T);
       Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
       if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
       const auto trajectory = deltaproof::forward(seq, s.scale, backward);
@@ -154,8 +167,9 @@ class RecurrentBackend final : public Backend {
         r.dh0 =
             DELTAPROOF_FAULT(dh0_not_written) ? MatF::Constant(s.K, s.V, std::nanf("")) : grad.dh0;
       }
-      scatter_head(s, b, h, r, backward, out);
+      scatter_head(s, b, h, r, backward, out, grads);
     });
+    grads.fold();
   }
 };
 

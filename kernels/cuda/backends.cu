@@ -1,9 +1,9 @@
 // kernels/cuda/backends.cu — cuda-chunk and cuda-recurrent behind the backend
 // interface: bring every op into gdn2 form on the host (kda's beta into b and
-// w, gdn's scalar g over K), upload, run the kernels, fold the gradients back
-// (dbeta = sum_k db + sum_j dw, gdn's dg = sum_k dg) and download. Output
-// buffers are uploaded as handed in (a gate poisons them with NaN) and the
-// gdn2-form gradients are poisoned here, so an element no kernel writes
+// w, gdn's scalar g over K: core/gdn2_form.hpp), upload, run the kernels,
+// download and fold the gradients back (kernels/backend.hpp). Output buffers
+// are uploaded as handed in (a gate poisons them with NaN) and kda's and gdn's
+// gdn2-form gradients are poisoned with NaN, so an element no kernel writes
 // arrives as NaN.
 #include "kernels/cuda/backends.hpp"
 
@@ -136,30 +136,23 @@ class CudaBackend final : public Backend {
     p.k = d.upload_input("k", in.at("k"));
     p.v = d.upload_input("v", in.at("v"));
     p.h0 = d.upload("h0", in.at("h0"));
-    p.g = d.upload_input("g", s.op == Op::gdn ? broadcast_channels(in.at("g"), s.K) : in.at("g"));
-    if (s.op == Op::gdn2) {
-      p.b = d.upload_input("b", in.at("b"));
-      p.w = d.upload_input("w", in.at("w"));
-    } else {
-      p.b = d.upload_input("b", broadcast_channels(in.at("beta"), s.K));
-      p.w = d.upload_input("w", broadcast_channels(in.at("beta"), s.V));
-    }
+    const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
+    p.g = d.upload_input("g", gates.g);
+    p.b = d.upload_input("b", gates.b);
+    p.w = d.upload_input("w", gates.w);
     p.o = d.upload("o", out.at("o"));
     p.ht = d.upload("ht", out.at("ht"));
     if (backward) {
       p.d_o = d.upload("do", in.at("do"));
       p.dht = d.upload("dht", in.at("dht"));
-      const std::size_t tk = tensor_size(s, "q"), tv = tensor_size(s, "v");
-      auto poisoned = [&](const char* name, std::size_t n) {
-        return d.upload(name, std::vector<float>(n, std::nanf("")));
-      };
       p.dq = d.upload("dq", out.at("dq"));
       p.dk = d.upload("dk", out.at("dk"));
       p.dv = d.upload("dv", out.at("dv"));
       p.dh0 = d.upload("dh0", out.at("dh0"));
-      p.dg = s.op == Op::gdn ? poisoned("dg_full", tk) : d.upload("dg", out.at("dg"));
-      p.db = s.op == Op::gdn2 ? d.upload("db", out.at("db")) : poisoned("db_full", tk);
-      p.dw = s.op == Op::gdn2 ? d.upload("dw", out.at("dw")) : poisoned("dw_full", tv);
+      const Buffers gdn2_grads = gdn2_gradient_buffers(s, out);  // dg, db, dw in gdn2 form
+      p.dg = d.upload("dg", gdn2_grads.at("dg"));
+      p.db = d.upload("db", gdn2_grads.at("db"));
+      p.dw = d.upload("dw", gdn2_grads.at("dw"));
     }
 
     LaunchLog log;
@@ -180,18 +173,11 @@ class CudaBackend final : public Backend {
  private:
   static void download_gradients(const KernelShape& s, Device& d, Buffers& out) {
     for (const char* name : {"dq", "dk", "dv", "dh0"}) out.at(name) = d.download(name);
-    if (s.op == Op::gdn2) {
-      for (const char* name : {"dg", "db", "dw"}) out.at(name) = d.download(name);
-    } else {
-      Buffers gdn2 = {{"dg", d.download(s.op == Op::gdn ? "dg_full" : "dg")},
-                      {"db", d.download("db_full")},
-                      {"dw", d.download("dw_full")}};
-      fold_gradients(s.op, s.K, s.V, gdn2);
-      out.at("dg") = std::move(gdn2.at("dg"));
-      out.at("dbeta") = std::move(gdn2.at("dbeta"));
-    }
+    fold_gdn2_gradients(
+        s, {{"dg", d.download("dg")}, {"db", d.download("db")}, {"dw", d.download("dw")}}, out);
   }
 
+ private:
   std::string name_, description_;
   Runner runner_;
   bool contracts_;

@@ -81,7 +81,7 @@ TEST(Stages, Bk2StateGradientsMatchTheOracleAtEveryBoundary) {
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
   const auto trajectory = deltaproof::forward(x, s.scale(), true);
-  const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0, 0);
+  const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
 
   const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
@@ -120,7 +120,7 @@ TEST(Stages, Bk1OnAMiddleChunkMatchesTheOracle) {
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
   const auto trajectory = deltaproof::forward(x, s.scale(), true);
-  const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0, 0);
+  const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
   const auto full = deltaproof::reverse(x, trajectory, dout, dht, s.scale());
   // dS at the end of chunk 1 (token 32): dh0 of the suffix from 32
