@@ -64,48 +64,10 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/traits.cuh"
 
 namespace deltaproof::kernels::cuda {
 namespace {
-
-// The launch configuration, apart from the algorithm.
-struct ChunkConfig {
-  // fwd.intra, fwd.inter and bwd.bk2: blocks of kThreads, registers capped so
-  // that kBlocksPerSM of them fit an SM (fwd.inter's and bwd.bk2's 256 blocks at
-  // B*H = 64 then run in one wave on 132 SMs)
-  static constexpr int kThreads = 256;
-  static constexpr int kBlocksPerSM = 2;
-  static constexpr int kBk1Threads = 512;  // bwd.bk1: its shared memory fits one block per SM
-  static constexpr int kVTile = 32;        // state columns per fwd.inter / bwd.bk2 block
-  static constexpr int kMaxDim = 128;      // K and V at most
-  static constexpr int kMaxChunk = 64;     // C at most
-};
-
-// n rounded up to a multiple of 4: the row length of the global buffers read
-// by quads along their rows (a row of K channels is K4 long, zeros past K).
-__host__ __device__ constexpr int round_up4(int n) { return (n + 3) / 4 * 4; }
-// n or n + 1, whichever is odd: the row stride of a shared buffer whose columns
-// are read one row per thread, without bank conflicts.
-__host__ __device__ constexpr int odd_stride(int n) { return n | 1; }
-// The row stride of the shared transposes read by quads (a chunk's C rows per
-// row): a multiple of 4 for the 16-byte quads, C + 4 so that the quads stored
-// by consecutive threads fall in different banks.
-__host__ __device__ constexpr int quad_stride(int C) { return C + 4; }
-
-// Dynamic shared memory of each kernel, in floats.
-__host__ __device__ constexpr int intra_shared_floats(int C, int K) {
-  return 2 * C * odd_stride(K) + C * C + C * quad_stride(C);  // G, keys; A, TinvT
-}
-__host__ __device__ constexpr int inter_shared_floats(int C, int K, int v_tile) {
-  return K * odd_stride(v_tile) + 2 * C * v_tile;  // S; U, Qg S0
-}
-__host__ __device__ constexpr int bk2_shared_floats(int C, int K, int v_tile) {
-  return K * odd_stride(v_tile) + C * v_tile;  // dS; dU
-}
-__host__ __device__ constexpr int bk1_shared_floats(int C, int K, int V) {
-  // dO^T, dX^T, dY^T; dM, dA; dQg (then dG), dKdec; d_decay_end
-  return (2 * V + K) * quad_stride(C) + 2 * C * C + 2 * C * K + K;
-}
 
 // The global scratch, one slab per (b, h, chunk) in each buffer; slab s of a
 // buffer of rows x cols slabs starts at s * rows * cols. Every rows x cols is
@@ -1039,11 +1001,9 @@ void check_supported(const DeviceProblem& p, bool backward) {
     throw std::runtime_error("cuda-chunk: " + what + " (" + describe(p) + ")");
   };
   if (p.B < 1 || p.T < 1 || p.H < 1) fail("B, T and H must be at least 1");
-  if (p.K < 1 || p.K > ChunkConfig::kMaxDim || p.V < 1 || p.V > ChunkConfig::kMaxDim)
-    fail("K and V must be from 1 to " + std::to_string(ChunkConfig::kMaxDim));
-  if (p.chunk != 16 && p.chunk != 32 && p.chunk != ChunkConfig::kMaxChunk)
-    fail("the chunk size must be 16, 32 or 64");
-  if (static_cast<long long>(p.B) * p.H > 65535) fail("B*H must be at most 65535 (grid y)");
+  if (const std::string why = ChunkConfig::supports(p.K, p.V, p.chunk); !why.empty()) fail(why);
+  if (static_cast<long long>(p.B) * p.H > ChunkConfig::kMaxGridY)
+    fail("B*H must be at most " + std::to_string(ChunkConfig::kMaxGridY) + " (grid y)");
   if (!p.q || !p.k || !p.v || !p.g || !p.b || !p.w || !p.h0 || !p.o || !p.ht)
     fail("an input or output pointer is null");
   if (backward &&
@@ -1106,11 +1066,9 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
                        "cudaMalloc (scratch)", p);
   lay_out_scratch(p, slabs, backward, storage.get(), scratch);
   const dim3 chunk_grid(num_chunks, heads);
-  constexpr int kMaxC = Config::kMaxChunk, kMaxD = Config::kMaxDim;
 
   // fwd.intra
-  allow_shared(chunk_intra_kernel<In, R>, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel",
-               p);
+  allow_shared(chunk_intra_kernel<In, R>, Config::kIntraSharedFloats, "chunk_intra_kernel", p);
   const std::size_t intra_bytes = intra_shared_floats(C, K) * sizeof(float);
   chunk_intra_kernel<In, R><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
   CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
@@ -1119,8 +1077,7 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   // fwd.inter: a transposed state (the fault) mixes columns, so one tile of all of V
   const bool whole_state = DP_FAULT(p.faults, state_transposed) && K == V;
   const int inter_tile = whole_state ? V : std::min(Config::kVTile, V);
-  allow_shared(chunk_inter_kernel<R>, inter_shared_floats(kMaxC, kMaxD, kMaxD),
-               "chunk_inter_kernel", p);
+  allow_shared(chunk_inter_kernel<R>, Config::kInterSharedFloats, "chunk_inter_kernel", p);
   const dim3 inter_grid((V + inter_tile - 1) / inter_tile, heads);
   chunk_inter_kernel<R>
       <<<inter_grid, Config::kThreads, inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
@@ -1142,7 +1099,7 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
 
   // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
   const int bk2_tile = std::min(Config::kVTile, V);
-  allow_shared(bk2_kernel<R>, bk2_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
+  allow_shared(bk2_kernel<R>, Config::kBk2SharedFloats, "bk2_kernel", p);
   const dim3 bk2_grid((V + bk2_tile - 1) / bk2_tile, heads);
   bk2_kernel<R><<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
       p, scratch, num_chunks, bk2_tile);
@@ -1151,7 +1108,7 @@ void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
   log.note("bwd.glue", "bk2_kernel");
 
   // bwd.bk1
-  allow_shared(bk1_kernel<In, R>, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
+  allow_shared(bk1_kernel<In, R>, Config::kBk1SharedFloats, "bk1_kernel", p);
   bk1_kernel<In, R>
       <<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(p, scratch,
                                                                                         num_chunks);
