@@ -59,6 +59,7 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/tile.cuh"
 #include "kernels/cuda/traits.cuh"
 
 namespace deltaproof::kernels::cuda {
@@ -79,15 +80,6 @@ enum RowSum : int {
 };
 
 __host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-// Element n of an input (q k v g b w) whose elements are of type In (float or
-// __nv_bfloat16), widened to f32.
-__device__ inline float widen(float x) { return x; }
-__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class In>
-__device__ inline float read_input(const void* input, std::size_t n) {
-  return widen(static_cast<const In*>(input)[n]);
-}
 
 // Where V tile `vtile`'s row sum `sum_id` lives, [B,T,H,K]: tile 0's in the
 // gradient it turns into (recurrent_reduce_kernel finishes it in place), the
