@@ -46,8 +46,6 @@ std::string describe(const DeviceProblem& p) {
   return fmt::format("B{} T{} H{} K{} V{} chunk{}", p.B, p.T, p.H, p.K, p.V, p.chunk);
 }
 
-namespace {
-
 CudaFaults active_faults() {
   CudaFaults f;
 #ifdef DELTAPROOF_FALSIFY
@@ -55,6 +53,8 @@ CudaFaults active_faults() {
 #endif
   return f;
 }
+
+namespace {
 
 // One device buffer per named tensor, uploaded from host floats.
 struct Device {

@@ -65,10 +65,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/stages.hpp"
 #include "kernels/cuda/tile.cuh"
 #include "kernels/cuda/traits.cuh"
 
@@ -1037,65 +1040,89 @@ void allow_shared(Kernel kernel, int floats, const char* name, const DeviceProbl
              name, p);
 }
 
+// One launch of each stage's kernel (checked): run_chunk_as launches them in
+// order, and the stage launchers of kernels/cuda/stages.hpp one at a time.
+template <class In, class R>
+void launch_intra(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  allow_shared(chunk_intra_kernel<In, R>, ChunkConfig::kIntraSharedFloats, "chunk_intra_kernel", p);
+  const dim3 chunk_grid(num_chunks, p.B * p.H);
+  chunk_intra_kernel<In, R>
+      <<<chunk_grid, ChunkConfig::kThreads, shared_bytes(intra_shared_floats(p.chunk, p.K))>>>(
+          p, scratch, num_chunks);
+  CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
+}
+
+template <class R>
+void launch_inter(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  const int V = p.V;
+  // a transposed state (the fault) mixes columns, so one tile of all of V
+  const bool whole_state = DP_FAULT(p.faults, state_transposed) && p.K == V;
+  const int inter_tile = whole_state ? V : std::min(ChunkConfig::kVTile, V);
+  allow_shared(chunk_inter_kernel<R>, ChunkConfig::kInterSharedFloats, "chunk_inter_kernel", p);
+  const dim3 inter_grid((V + inter_tile - 1) / inter_tile, p.B * p.H);
+  chunk_inter_kernel<R><<<inter_grid, ChunkConfig::kThreads,
+                          shared_bytes(inter_shared_floats(p.chunk, p.K, inter_tile))>>>(
+      p, scratch, num_chunks, inter_tile);
+  CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
+}
+
+// bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
+// global_scratch_read_before_write it holds stale garbage instead (0xFF
+// bytes: NaN, so the numbers show it in every run); under
+// global_scratch_unwritten nothing writes it at all (initcheck's to catch:
+// fresh device memory is often zero, and then the numbers cannot see it).
+void clear_du_scratch(const DeviceProblem& p, const ChunkScratch& scratch, std::size_t slabs) {
+  if (!DP_FAULT(p.faults, global_scratch_unwritten))
+    CUDA_CHECK(
+        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
+                   slabs * p.chunk * round_up4(p.V) * sizeof(float)),
+        "cudaMemset (dU scratch)", p);
+}
+
+// bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
+template <class R>
+void launch_bk2(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  const int bk2_tile = std::min(ChunkConfig::kVTile, p.V);
+  allow_shared(bk2_kernel<R>, ChunkConfig::kBk2SharedFloats, "bk2_kernel", p);
+  const dim3 bk2_grid((p.V + bk2_tile - 1) / bk2_tile, p.B * p.H);
+  bk2_kernel<R><<<bk2_grid, ChunkConfig::kThreads,
+                  shared_bytes(bk2_shared_floats(p.chunk, p.K, bk2_tile))>>>(p, scratch, num_chunks,
+                                                                             bk2_tile);
+  CUDA_CHECK_LAUNCH("bk2_kernel", p);
+}
+
+template <class In, class R>
+void launch_bk1(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  allow_shared(bk1_kernel<In, R>, ChunkConfig::kBk1SharedFloats, "bk1_kernel", p);
+  const dim3 chunk_grid(num_chunks, p.B * p.H);
+  bk1_kernel<In, R><<<chunk_grid, ChunkConfig::kBk1Threads,
+                      shared_bytes(bk1_shared_floats(p.chunk, p.K, p.V))>>>(p, scratch, num_chunks);
+  CUDA_CHECK_LAUNCH("bk1_kernel", p);
+}
+
+std::size_t num_chunks_of(const DeviceProblem& p) { return (p.T + p.chunk - 1) / p.chunk; }
+
 template <class In, class R>
 void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  using Config = ChunkConfig;
-  const int C = p.chunk, K = p.K, V = p.V;
-  const int num_chunks = (p.T + C - 1) / C;
-  const int heads = p.B * p.H;
-  const std::size_t slabs = static_cast<std::size_t>(heads) * num_chunks;
+  const int num_chunks = static_cast<int>(num_chunks_of(p));
+  const std::size_t slabs = static_cast<std::size_t>(p.B) * p.H * num_chunks;
   ChunkScratch scratch{};
   DeviceBuffer storage(lay_out_scratch(p, slabs, backward, nullptr, scratch),
                        "cudaMalloc (scratch)", p);
   lay_out_scratch(p, slabs, backward, storage.get(), scratch);
-  const dim3 chunk_grid(num_chunks, heads);
 
-  // fwd.intra
-  allow_shared(chunk_intra_kernel<In, R>, Config::kIntraSharedFloats, "chunk_intra_kernel", p);
-  const std::size_t intra_bytes = intra_shared_floats(C, K) * sizeof(float);
-  chunk_intra_kernel<In, R><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
-  CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
+  launch_intra<In, R>(p, scratch, num_chunks);
   log.note("fwd.intra", "chunk_intra_kernel");
-
-  // fwd.inter: a transposed state (the fault) mixes columns, so one tile of all of V
-  const bool whole_state = DP_FAULT(p.faults, state_transposed) && K == V;
-  const int inter_tile = whole_state ? V : std::min(Config::kVTile, V);
-  allow_shared(chunk_inter_kernel<R>, Config::kInterSharedFloats, "chunk_inter_kernel", p);
-  const dim3 inter_grid((V + inter_tile - 1) / inter_tile, heads);
-  chunk_inter_kernel<R>
-      <<<inter_grid, Config::kThreads, inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
-          p, scratch, num_chunks, inter_tile);
-  CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
+  launch_inter<R>(p, scratch, num_chunks);
   log.note("fwd.inter", "chunk_inter_kernel");
   if (!backward) return;
 
-  // bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
-  // global_scratch_read_before_write it holds stale garbage instead (0xFF
-  // bytes: NaN, so the numbers show it in every run); under
-  // global_scratch_unwritten nothing writes it at all (initcheck's to catch:
-  // fresh device memory is often zero, and then the numbers cannot see it).
-  if (!DP_FAULT(p.faults, global_scratch_unwritten))
-    CUDA_CHECK(
-        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
-                   slabs * C * round_up4(V) * sizeof(float)),
-        "cudaMemset (dU scratch)", p);
-
-  // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
-  const int bk2_tile = std::min(Config::kVTile, V);
-  allow_shared(bk2_kernel<R>, Config::kBk2SharedFloats, "bk2_kernel", p);
-  const dim3 bk2_grid((V + bk2_tile - 1) / bk2_tile, heads);
-  bk2_kernel<R><<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
-      p, scratch, num_chunks, bk2_tile);
-  CUDA_CHECK_LAUNCH("bk2_kernel", p);
+  clear_du_scratch(p, scratch, slabs);
+  launch_bk2<R>(p, scratch, num_chunks);
   log.note("bwd.bk2", "bk2_kernel");
   log.note("bwd.glue", "bk2_kernel");
 
-  // bwd.bk1
-  allow_shared(bk1_kernel<In, R>, Config::kBk1SharedFloats, "bk1_kernel", p);
-  bk1_kernel<In, R>
-      <<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(p, scratch,
-                                                                                        num_chunks);
-  CUDA_CHECK_LAUNCH("bk1_kernel", p);
+  launch_bk1<In, R>(p, scratch, num_chunks);
   log.note("bwd.bk1", "bk1_kernel");
 }
 
@@ -1117,6 +1144,211 @@ void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log) {
       return run_chunk_rounding<__nv_bfloat16>(p, backward, log);
   }
   throw std::runtime_error("cuda-chunk: unknown input type (" + describe(p) + ")");
+}
+
+// ---------------------------------------------------------------------------
+// The stages one at a time (kernels/cuda/stages.hpp): one chunk of one (b, h),
+// B = H = 1 and T = L, so a token tensor is an L x width matrix and a state a
+// K x V one, and the scratch is one slab per buffer.
+namespace {
+
+// A rows x cols host matrix in a slab_rows x slab_cols slab, zeros elsewhere
+// (rows past L, channels past K); transposed: element (r, c) at (c, r).
+std::vector<float> to_slab(const HostMatrix& m, int rows, int cols, int slab_rows, int slab_cols,
+                           bool transposed) {
+  std::vector<float> slab(static_cast<std::size_t>(slab_rows) * slab_cols, 0.0f);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      slab[transposed ? c * slab_cols + r : r * slab_cols + c] = m[r * cols + c];
+  return slab;
+}
+// The rows x cols matrix held in a slab of slab_cols columns (transposed: at (c, r)).
+HostMatrix from_slab(const std::vector<float>& slab, int rows, int cols, int slab_cols,
+                     bool transposed) {
+  HostMatrix m(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      m[r * cols + c] = slab[transposed ? c * slab_cols + r : r * slab_cols + c];
+  return m;
+}
+
+enum class Layout { rows, transposed };
+
+// The device side of one stage: every token, state and gradient buffer of the
+// problem and one slab of each scratch buffer, all zeroed, so that a stage
+// reads only what the caller put there.
+class StageDevice {
+ public:
+  explicit StageDevice(const StageShape& s) : s_(s) {
+    p_.B = 1, p_.T = s.L, p_.H = 1, p_.K = s.K, p_.V = s.V, p_.chunk = s.chunk, p_.scale = s.scale;
+    p_.faults = active_faults();
+    if (s.L < 1 || s.L > s.chunk)
+      throw std::runtime_error("cuda-chunk stage: L must be from 1 to the chunk size (" +
+                               describe(p_) + ")");
+    const std::size_t LK = static_cast<std::size_t>(s.L) * s.K,
+                      LV = static_cast<std::size_t>(s.L) * s.V,
+                      KV = static_cast<std::size_t>(s.K) * s.V;
+    p_.q = q_ = allocate(LK), p_.k = k_ = allocate(LK), p_.g = g_ = allocate(LK);
+    p_.b = b_ = allocate(LK), p_.v = v_ = allocate(LV), p_.w = w_ = allocate(LV);
+    p_.h0 = h0_ = allocate(KV), p_.d_o = d_o_ = allocate(LV), p_.dht = dht_ = allocate(KV);
+    p_.o = allocate(LV), p_.ht = allocate(KV), p_.dh0 = allocate(KV);
+    p_.dq = allocate(LK), p_.dk = allocate(LK), p_.dg = allocate(LK), p_.db = allocate(LK);
+    p_.dv = allocate(LV), p_.dw = allocate(LV);
+    check_supported(p_, true);
+    float* scratch_base = allocate(lay_out_scratch(p_, 1, true, nullptr, scratch_));
+    lay_out_scratch(p_, 1, true, scratch_base, scratch_);
+  }
+  const DeviceProblem& p() const { return p_; }
+  const ChunkScratch& scratch() const { return scratch_; }
+  int C() const { return s_.chunk; }
+  int K4() const { return round_up4(s_.K); }
+  int V4() const { return round_up4(s_.V); }
+
+  // The tokens, as fwd.intra and bwd.bk1 read them.
+  void put_tokens(const StageTokens& x) {
+    put(q_, x.q, s_.L, s_.K, "q"), put(k_, x.k, s_.L, s_.K, "k"), put(g_, x.g, s_.L, s_.K, "g");
+    put(b_, x.b, s_.L, s_.K, "b"), put(v_, x.v, s_.L, s_.V, "v"), put(w_, x.w, s_.L, s_.V, "w");
+  }
+  void put_S0(const HostMatrix& S0) { put(h0_, S0, s_.K, s_.V, "S0"); }
+  void put_dO(const HostMatrix& dO) { put(d_o_, dO, s_.L, s_.V, "dO"); }
+  void put_dS_end(const HostMatrix& dS_end) { put(dht_, dS_end, s_.K, s_.V, "dS_end"); }
+  // A rows x cols matrix into a scratch slab of slab_rows x slab_cols.
+  void put_slab(float* slab, const HostMatrix& m, int rows, int cols, int slab_rows, int slab_cols,
+                Layout layout, const char* name) {
+    check_size(m, rows, cols, name);
+    upload(slab, to_slab(m, rows, cols, slab_rows, slab_cols, layout == Layout::transposed));
+  }
+
+  // A rows x cols matrix from an output buffer, or from a scratch slab.
+  HostMatrix get(const float* buffer, int rows, int cols) const {
+    return download(buffer, static_cast<std::size_t>(rows) * cols);
+  }
+  HostMatrix get_slab(const float* slab, int rows, int cols, int slab_rows, int slab_cols,
+                      Layout layout) const {
+    return from_slab(download(slab, static_cast<std::size_t>(slab_rows) * slab_cols), rows, cols,
+                     slab_cols, layout == Layout::transposed);
+  }
+
+ private:
+  float* allocate(std::size_t floats) {
+    buffers_.push_back(std::make_unique<DeviceBuffer>(floats, "cudaMalloc (stage)", p_));
+    float* at = buffers_.back()->get();
+    CUDA_CHECK(cudaMemset(at, 0, floats * sizeof(float)), "cudaMemset (stage)", p_);
+    return at;
+  }
+  void check_size(const HostMatrix& m, int rows, int cols, const char* name) const {
+    if (m.size() != static_cast<std::size_t>(rows) * cols)
+      throw std::runtime_error(std::string("cuda-chunk stage: ") + name + " holds " +
+                               std::to_string(m.size()) + " floats, not " + std::to_string(rows) +
+                               " x " + std::to_string(cols) + " (" + describe(p_) + ")");
+  }
+  void put(float* buffer, const HostMatrix& m, int rows, int cols, const char* name) {
+    check_size(m, rows, cols, name);
+    upload(buffer, m);
+  }
+  void upload(float* device, const std::vector<float>& host) {
+    CUDA_CHECK(cudaMemcpy(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+               "cudaMemcpy (stage input)", p_);
+  }
+  std::vector<float> download(const float* device, std::size_t floats) const {
+    std::vector<float> host(floats);
+    CUDA_CHECK(cudaMemcpy(host.data(), device, floats * sizeof(float), cudaMemcpyDeviceToHost),
+               "cudaMemcpy (stage output)", p_);
+    return host;
+  }
+
+  StageShape s_;
+  DeviceProblem p_;
+  ChunkScratch scratch_{};
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+  float *q_, *k_, *g_, *b_, *v_, *w_, *h0_, *d_o_, *dht_;
+};
+
+}  // namespace
+
+StageIntra run_fwd_intra(const StageShape& s, const StageTokens& x) {
+  StageDevice d(s);
+  d.put_tokens(x);
+  launch_intra<float, Exact>(d.p(), d.scratch(), 1);
+  const ChunkScratch& at = d.scratch();
+  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
+  StageIntra out;
+  out.G = d.get_slab(at.G, L, K, C, K, Layout::rows);
+  out.Tinv = d.get_slab(at.Tinv, L, L, C, C, Layout::rows);
+  out.Ut = d.get_slab(at.UtT, L, V, V, C, Layout::transposed);
+  out.Wt = d.get_slab(at.Wt, L, K, C, K4, Layout::rows);
+  out.M = d.get_slab(at.M, L, L, C, C, Layout::rows);
+  out.Qg = d.get_slab(at.Qg, L, K, C, K4, Layout::rows);
+  out.Kdec = d.get_slab(at.Kdec, L, K, C, K4, Layout::rows);
+  out.decay_end = d.get_slab(at.decay_end, 1, K, 1, K4, Layout::rows);
+  return out;
+}
+
+StageForward run_fwd_inter(const StageShape& s, const StageIntra& intra, const HostMatrix& S0) {
+  StageDevice d(s);
+  const ChunkScratch& at = d.scratch();
+  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
+  d.put_S0(S0);
+  d.put_slab(at.MT, intra.M, L, L, C, C, Layout::transposed, "M");
+  d.put_slab(at.QgT, intra.Qg, L, K, K, C, Layout::transposed, "Qg");
+  d.put_slab(at.WtT, intra.Wt, L, K, K, C, Layout::transposed, "Wt");
+  d.put_slab(at.UtT, intra.Ut, L, V, V, C, Layout::transposed, "Ut");
+  d.put_slab(at.Kdec, intra.Kdec, L, K, C, K4, Layout::rows, "Kdec");
+  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
+  launch_inter<Exact>(d.p(), at, 1);
+  StageForward out;
+  out.U = d.get_slab(at.UT, L, V, V, C, Layout::transposed);
+  out.O = d.get(d.p().o, L, V);
+  out.S_end = d.get(d.p().ht, K, V);
+  return out;
+}
+
+StageBk2 run_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,
+                     const HostMatrix& dS_end) {
+  StageDevice d(s);
+  const ChunkScratch& at = d.scratch();
+  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
+  d.put_dO(dO);
+  d.put_dS_end(dS_end);
+  d.put_slab(at.M, intra.M, L, L, C, C, Layout::rows, "M");
+  d.put_slab(at.KdecT, intra.Kdec, L, K, K, C, Layout::transposed, "Kdec");
+  d.put_slab(at.Qg, intra.Qg, L, K, C, K4, Layout::rows, "Qg");
+  d.put_slab(at.Wt, intra.Wt, L, K, C, K4, Layout::rows, "Wt");
+  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
+  clear_du_scratch(d.p(), at, 1);
+  launch_bk2<Exact>(d.p(), at, 1);
+  StageBk2 out;
+  out.dU = d.get_slab(at.dU, L, V, C, d.V4(), Layout::rows);
+  out.dS0 = d.get(d.p().dh0, K, V);
+  return out;
+}
+
+StageGradients run_bwd_bk1(const StageShape& s, const StageTokens& x, const StageIntra& intra,
+                           const HostMatrix& S0, const HostMatrix& U, const HostMatrix& dO,
+                           const HostMatrix& dS_end, const HostMatrix& dU) {
+  StageDevice d(s);
+  const ChunkScratch& at = d.scratch();
+  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
+  d.put_tokens(x);
+  d.put_dO(dO);
+  d.put_slab(at.Tinv, intra.Tinv, L, L, C, C, Layout::rows, "Tinv");
+  d.put_slab(at.G, intra.G, L, K, C, K, Layout::rows, "G");
+  d.put_slab(at.UtT, intra.Ut, L, V, V, C, Layout::transposed, "Ut");
+  d.put_slab(at.WtT, intra.Wt, L, K, K, C, Layout::transposed, "Wt");
+  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
+  d.put_slab(at.S0T, S0, K, V, V, K4, Layout::transposed, "S0");
+  d.put_slab(at.UT, U, L, V, V, C, Layout::transposed, "U");
+  d.put_slab(at.dS_endT, dS_end, K, V, V, K4, Layout::transposed, "dS_end");
+  d.put_slab(at.dU, dU, L, V, C, d.V4(), Layout::rows, "dU");
+  launch_bk1<float, Exact>(d.p(), at, 1);
+  StageGradients out;
+  out.dq = d.get(d.p().dq, L, K);
+  out.dk = d.get(d.p().dk, L, K);
+  out.dg = d.get(d.p().dg, L, K);
+  out.db = d.get(d.p().db, L, K);
+  out.dv = d.get(d.p().dv, L, V);
+  out.dw = d.get(d.p().dw, L, V);
+  return out;
 }
 
 }  // namespace deltaproof::kernels::cuda
