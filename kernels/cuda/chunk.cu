@@ -1200,9 +1200,6 @@ class StageDevice {
   }
   const DeviceProblem& p() const { return p_; }
   const ChunkScratch& scratch() const { return scratch_; }
-  int C() const { return s_.chunk; }
-  int K4() const { return round_up4(s_.K); }
-  int V4() const { return round_up4(s_.V); }
 
   // The tokens, as fwd.intra and bwd.bk1 read them.
   void put_tokens(const StageTokens& x) {
@@ -1212,21 +1209,62 @@ class StageDevice {
   void put_S0(const HostMatrix& S0) { put(h0_, S0, s_.K, s_.V, "S0"); }
   void put_dO(const HostMatrix& dO) { put(d_o_, dO, s_.L, s_.V, "dO"); }
   void put_dS_end(const HostMatrix& dS_end) { put(dht_, dS_end, s_.K, s_.V, "dS_end"); }
-  // A rows x cols matrix into a scratch slab of slab_rows x slab_cols.
-  void put_slab(float* slab, const HostMatrix& m, int rows, int cols, int slab_rows, int slab_cols,
-                Layout layout, const char* name) {
-    check_size(m, rows, cols, name);
-    upload(slab, to_slab(m, rows, cols, slab_rows, slab_cols, layout == Layout::transposed));
+  // Where a quantity lies in the scratch: its slab (rows x cols of the
+  // quantity, in a slab of slab_rows x slab_cols, transposed or not), as
+  // ChunkScratch says and lay_out_scratch carves it.
+  struct Slab {
+    float* at;
+    int rows, cols, slab_rows, slab_cols;
+    Layout layout;
+    const char* name;
+  };
+  Slab slab(float* ChunkScratch::*buffer, const char* name) const {
+    const int L = s_.L, K = s_.K, V = s_.V, C = s_.chunk, K4 = round_up4(K), V4 = round_up4(V);
+    const ChunkScratch& at = scratch_;
+    const Layout T = Layout::transposed, R = Layout::rows;
+    auto of = [&](int rows, int cols, int slab_rows, int slab_cols, Layout layout) {
+      return Slab{at.*buffer, rows, cols, slab_rows, slab_cols, layout, name};
+    };
+    if (buffer == &ChunkScratch::MT) return of(L, L, C, C, T);
+    if (buffer == &ChunkScratch::QgT || buffer == &ChunkScratch::WtT ||
+        buffer == &ChunkScratch::KdecT)
+      return of(L, K, K, C, T);
+    if (buffer == &ChunkScratch::UtT || buffer == &ChunkScratch::UT) return of(L, V, V, C, T);
+    if (buffer == &ChunkScratch::Kdec || buffer == &ChunkScratch::Qg || buffer == &ChunkScratch::Wt)
+      return of(L, K, C, K4, R);
+    if (buffer == &ChunkScratch::decay_end) return of(1, K, 1, K4, R);
+    if (buffer == &ChunkScratch::M || buffer == &ChunkScratch::Tinv) return of(L, L, C, C, R);
+    if (buffer == &ChunkScratch::G) return of(L, K, C, K, R);
+    if (buffer == &ChunkScratch::S0T || buffer == &ChunkScratch::dS_endT) return of(K, V, V, K4, T);
+    return of(L, V, C, V4, R);  // dU
   }
-
-  // A rows x cols matrix from an output buffer, or from a scratch slab.
+  void put(const Slab& slab, const HostMatrix& m) {
+    check_size(m, slab.rows, slab.cols, slab.name);
+    upload(slab.at, to_slab(m, slab.rows, slab.cols, slab.slab_rows, slab.slab_cols,
+                            slab.layout == Layout::transposed));
+  }
+  HostMatrix get(const Slab& slab) const {
+    return from_slab(download(slab.at, static_cast<std::size_t>(slab.slab_rows) * slab.slab_cols),
+                     slab.rows, slab.cols, slab.slab_cols, slab.layout == Layout::transposed);
+  }
+  // What fwd.intra leaves in the scratch for the later stages, every buffer.
+  void put_intra(const StageIntra& intra) {
+    put(slab(&ChunkScratch::MT, "M"), intra.M);
+    put(slab(&ChunkScratch::M, "M"), intra.M);
+    put(slab(&ChunkScratch::QgT, "Qg"), intra.Qg);
+    put(slab(&ChunkScratch::Qg, "Qg"), intra.Qg);
+    put(slab(&ChunkScratch::WtT, "Wt"), intra.Wt);
+    put(slab(&ChunkScratch::Wt, "Wt"), intra.Wt);
+    put(slab(&ChunkScratch::Kdec, "Kdec"), intra.Kdec);
+    put(slab(&ChunkScratch::KdecT, "Kdec"), intra.Kdec);
+    put(slab(&ChunkScratch::UtT, "Ut"), intra.Ut);
+    put(slab(&ChunkScratch::Tinv, "Tinv"), intra.Tinv);
+    put(slab(&ChunkScratch::G, "G"), intra.G);
+    put(slab(&ChunkScratch::decay_end, "decay_end"), intra.decay_end);
+  }
+  // An output buffer (a token tensor or a state) as a rows x cols matrix.
   HostMatrix get(const float* buffer, int rows, int cols) const {
     return download(buffer, static_cast<std::size_t>(rows) * cols);
-  }
-  HostMatrix get_slab(const float* slab, int rows, int cols, int slab_rows, int slab_cols,
-                      Layout layout) const {
-    return from_slab(download(slab, static_cast<std::size_t>(slab_rows) * slab_cols), rows, cols,
-                     slab_cols, layout == Layout::transposed);
   }
 
  private:
@@ -1270,56 +1308,41 @@ StageIntra run_fwd_intra(const StageShape& s, const StageTokens& x) {
   StageDevice d(s);
   d.put_tokens(x);
   launch_intra<float, Exact>(d.p(), d.scratch(), 1);
-  const ChunkScratch& at = d.scratch();
-  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
   StageIntra out;
-  out.G = d.get_slab(at.G, L, K, C, K, Layout::rows);
-  out.Tinv = d.get_slab(at.Tinv, L, L, C, C, Layout::rows);
-  out.Ut = d.get_slab(at.UtT, L, V, V, C, Layout::transposed);
-  out.Wt = d.get_slab(at.Wt, L, K, C, K4, Layout::rows);
-  out.M = d.get_slab(at.M, L, L, C, C, Layout::rows);
-  out.Qg = d.get_slab(at.Qg, L, K, C, K4, Layout::rows);
-  out.Kdec = d.get_slab(at.Kdec, L, K, C, K4, Layout::rows);
-  out.decay_end = d.get_slab(at.decay_end, 1, K, 1, K4, Layout::rows);
+  out.G = d.get(d.slab(&ChunkScratch::G, "G"));
+  out.Tinv = d.get(d.slab(&ChunkScratch::Tinv, "Tinv"));
+  out.Ut = d.get(d.slab(&ChunkScratch::UtT, "Ut"));
+  out.Wt = d.get(d.slab(&ChunkScratch::Wt, "Wt"));
+  out.M = d.get(d.slab(&ChunkScratch::M, "M"));
+  out.Qg = d.get(d.slab(&ChunkScratch::Qg, "Qg"));
+  out.Kdec = d.get(d.slab(&ChunkScratch::Kdec, "Kdec"));
+  out.decay_end = d.get(d.slab(&ChunkScratch::decay_end, "decay_end"));
   return out;
 }
 
 StageForward run_fwd_inter(const StageShape& s, const StageIntra& intra, const HostMatrix& S0) {
   StageDevice d(s);
-  const ChunkScratch& at = d.scratch();
-  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
   d.put_S0(S0);
-  d.put_slab(at.MT, intra.M, L, L, C, C, Layout::transposed, "M");
-  d.put_slab(at.QgT, intra.Qg, L, K, K, C, Layout::transposed, "Qg");
-  d.put_slab(at.WtT, intra.Wt, L, K, K, C, Layout::transposed, "Wt");
-  d.put_slab(at.UtT, intra.Ut, L, V, V, C, Layout::transposed, "Ut");
-  d.put_slab(at.Kdec, intra.Kdec, L, K, C, K4, Layout::rows, "Kdec");
-  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
-  launch_inter<Exact>(d.p(), at, 1);
+  d.put_intra(intra);
+  launch_inter<Exact>(d.p(), d.scratch(), 1);
   StageForward out;
-  out.U = d.get_slab(at.UT, L, V, V, C, Layout::transposed);
-  out.O = d.get(d.p().o, L, V);
-  out.S_end = d.get(d.p().ht, K, V);
+  out.U = d.get(d.slab(&ChunkScratch::UT, "U"));
+  out.O = d.get(d.p().o, s.L, s.V);
+  out.S_end = d.get(d.p().ht, s.K, s.V);
   return out;
 }
 
 StageBk2 run_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,
                      const HostMatrix& dS_end) {
   StageDevice d(s);
-  const ChunkScratch& at = d.scratch();
-  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
   d.put_dO(dO);
   d.put_dS_end(dS_end);
-  d.put_slab(at.M, intra.M, L, L, C, C, Layout::rows, "M");
-  d.put_slab(at.KdecT, intra.Kdec, L, K, K, C, Layout::transposed, "Kdec");
-  d.put_slab(at.Qg, intra.Qg, L, K, C, K4, Layout::rows, "Qg");
-  d.put_slab(at.Wt, intra.Wt, L, K, C, K4, Layout::rows, "Wt");
-  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
-  clear_du_scratch(d.p(), at, 1);
-  launch_bk2<Exact>(d.p(), at, 1);
+  d.put_intra(intra);
+  clear_du_scratch(d.p(), d.scratch(), 1);
+  launch_bk2<Exact>(d.p(), d.scratch(), 1);
   StageBk2 out;
-  out.dU = d.get_slab(at.dU, L, V, C, d.V4(), Layout::rows);
-  out.dS0 = d.get(d.p().dh0, K, V);
+  out.dU = d.get(d.slab(&ChunkScratch::dU, "dU"));
+  out.dS0 = d.get(d.p().dh0, s.K, s.V);
   return out;
 }
 
@@ -1327,20 +1350,16 @@ StageGradients run_bwd_bk1(const StageShape& s, const StageTokens& x, const Stag
                            const HostMatrix& S0, const HostMatrix& U, const HostMatrix& dO,
                            const HostMatrix& dS_end, const HostMatrix& dU) {
   StageDevice d(s);
-  const ChunkScratch& at = d.scratch();
-  const int L = s.L, K = s.K, V = s.V, C = d.C(), K4 = d.K4();
   d.put_tokens(x);
   d.put_dO(dO);
-  d.put_slab(at.Tinv, intra.Tinv, L, L, C, C, Layout::rows, "Tinv");
-  d.put_slab(at.G, intra.G, L, K, C, K, Layout::rows, "G");
-  d.put_slab(at.UtT, intra.Ut, L, V, V, C, Layout::transposed, "Ut");
-  d.put_slab(at.WtT, intra.Wt, L, K, K, C, Layout::transposed, "Wt");
-  d.put_slab(at.decay_end, intra.decay_end, 1, K, 1, K4, Layout::rows, "decay_end");
-  d.put_slab(at.S0T, S0, K, V, V, K4, Layout::transposed, "S0");
-  d.put_slab(at.UT, U, L, V, V, C, Layout::transposed, "U");
-  d.put_slab(at.dS_endT, dS_end, K, V, V, K4, Layout::transposed, "dS_end");
-  d.put_slab(at.dU, dU, L, V, C, d.V4(), Layout::rows, "dU");
-  launch_bk1<float, Exact>(d.p(), at, 1);
+  d.put_intra(intra);
+  // the glue: fwd.inter's S0 and U, bwd.bk2's dS_end and dU
+  d.put(d.slab(&ChunkScratch::S0T, "S0"), S0);
+  d.put(d.slab(&ChunkScratch::UT, "U"), U);
+  d.put(d.slab(&ChunkScratch::dS_endT, "dS_end"), dS_end);
+  d.put(d.slab(&ChunkScratch::dU, "dU"), dU);
+  launch_bk1<float, Exact>(d.p(), d.scratch(), 1);
+  const int L = s.L, K = s.K, V = s.V;
   StageGradients out;
   out.dq = d.get(d.p().dq, L, K);
   out.dk = d.get(d.p().dk, L, K);

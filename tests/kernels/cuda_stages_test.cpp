@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct StageCase {
   const char* name;
   int L, chunk, K, V;
 };
+// Named in the test list by its name, not its bytes.
+void PrintTo(const StageCase& c, std::ostream* os) { *os << c.name; }
 
 // One chunk of one (b, h), the same values for both twins: drawn by the oracle
 // (gdn2, B = H = 1, T = L), so every token tensor is an L x width matrix.
