@@ -27,9 +27,9 @@ void add_run_command(CLI::App& app, RunArguments& a) {
   run->add_option("--out", a.out, "candidate file to write (F32)")->required();
   // Checked here, not only in job_from_file: there 0 means "not given", so
   // --chunk 0 or -16 would otherwise fall back silently to the fixture's chunk.
-  run->add_option("--chunk", a.chunk,
-                  fmt::format("chunk size {} (default: the fixture's, else {})", chunk_sizes_text(),
-                              kMaxChunkSize))
+  run->add_option(
+         "--chunk", a.chunk,
+         fmt::format("chunk size {} (default: the fixture's, else 64)", chunk_sizes_text()))
       ->check(CLI::Validator(
           [](std::string& text) {
             for (int size : kChunkSizes)
