@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/op.hpp"
 #include "core/parallel.hpp"
 #include "core/sha256.hpp"
 #include "oracle/coverage.hpp"
@@ -438,7 +439,8 @@ void add_gen_command(CLI::App& app, GenArguments& a) {
   gen->add_option("--H", a.H, "heads")->capture_default_str();
   gen->add_option("--K", a.K, "key dimension")->capture_default_str();
   gen->add_option("--V", a.V, "value dimension")->capture_default_str();
-  gen->add_option("--chunk", a.chunk, "chunk size the fixture targets: 16, 32 or 64")
+  gen->add_option("--chunk", a.chunk,
+                  fmt::format("chunk size the fixture targets: {}", chunk_sizes_text()))
       ->capture_default_str();
   gen->add_option("--regime", a.regime, "default, mild, stress or edge")->capture_default_str();
   gen->add_option("--dtype", a.dtype, "kernel input dtype the inputs are rounded to: f32 or bf16")

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/op.hpp"
 #include "gates/fixture_io.hpp"
 #include "kernels/faults.hpp"
 
@@ -26,13 +27,17 @@ void add_run_command(CLI::App& app, RunArguments& a) {
   run->add_option("--out", a.out, "candidate file to write (F32)")->required();
   // Checked here, not only in job_from_file: there 0 means "not given", so
   // --chunk 0 or -16 would otherwise fall back silently to the fixture's chunk.
-  run->add_option("--chunk", a.chunk, "chunk size 16, 32 or 64 (default: the fixture's, else 64)")
+  run->add_option(
+         "--chunk", a.chunk,
+         fmt::format("chunk size {} (default: the fixture's, else 64)", chunk_sizes_text()))
       ->check(CLI::Validator(
           [](std::string& text) {
-            if (text == "16" || text == "32" || text == "64") return std::string();
-            return fmt::format("chunk size {} is not supported; pass --chunk 16, 32 or 64", text);
+            for (int size : kChunkSizes)
+              if (text == std::to_string(size)) return std::string();
+            return fmt::format("chunk size {} is not supported; pass --chunk {}", text,
+                               chunk_sizes_text());
           },
-          "16|32|64"));
+          chunk_sizes_text("|")));
   run->add_option("--phase", a.phase, "fwd (o, ht) or bwd (also every gradient)")
       ->capture_default_str();
   run->add_option("--precision", a.precision,

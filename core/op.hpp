@@ -123,6 +123,32 @@ inline std::vector<std::string> tensor_names(Op op, Role role) {
   return names;
 }
 
+// The chunk sizes the chunked kernels support, one fact read by every check
+// (oracle, gates, cli; kernels/cuda/traits.cuh static_asserts its tiles
+// against it). Ascending: the last is the largest.
+inline constexpr std::array<int, 3> kChunkSizes = {16, 32, 64};
+inline constexpr int kMaxChunkSize = kChunkSizes.back();
+
+constexpr bool is_supported_chunk(int chunk) {
+  for (int size : kChunkSizes)
+    if (size == chunk) return true;
+  return false;
+}
+
+// The sizes as a sentence lists them, "16, 32 or 64", or joined by `separator`
+// ("16|32|64").
+inline std::string chunk_sizes_text(std::string_view separator = {}) {
+  std::string text;
+  for (std::size_t i = 0; i < kChunkSizes.size(); ++i) {
+    if (i > 0)
+      text += !separator.empty()            ? std::string(separator)
+              : i + 1 == kChunkSizes.size() ? std::string(" or ")
+                                            : std::string(", ");
+    text += std::to_string(kChunkSizes[i]);
+  }
+  return text;
+}
+
 // Per-token channels along an axis (0: one value per token and head), or -1
 // for a state.
 inline int axis_width(Axis axis, int K, int V) {

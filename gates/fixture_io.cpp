@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/op.hpp"
 
 namespace deltaproof::gates {
 using kernels::KernelShape;
@@ -102,9 +103,9 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
     s.chunk = chunk;
   else if (auto it = file.metadata.find("chunk"); it != file.metadata.end())
     s.chunk = metadata_number<int>(it->second, source, "chunk");
-  if (s.chunk != 16 && s.chunk != 32 && s.chunk != 64)
-    throw InputError(fmt::format("{}: chunk size {} is not supported; pass --chunk 16, 32 or 64.",
-                                 source, s.chunk));
+  if (!is_supported_chunk(s.chunk))
+    throw InputError(fmt::format("{}: chunk size {} is not supported; pass --chunk {}.", source,
+                                 s.chunk, chunk_sizes_text()));
 
   for (const auto& name : kernels::kernel_input_names(s.op)) {
     if (phase == Phase::fwd && find_tensor(s.op, name)->role == Role::cotangent) continue;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/op.hpp"
 
 namespace deltaproof::oracle {
 
@@ -51,11 +52,10 @@ void FixtureSpec::validate() const {
   require_range("--H", H, 1, 256);
   require_range("--K", K, 1, 256);
   require_range("--V", V, 1, 256);
-  if (chunk != 16 && chunk != 32 && chunk != 64)
+  if (!is_supported_chunk(chunk))
     throw InputError(
-        fmt::format("--chunk is {}, but kernels use chunk sizes 16, 32 or 64; pass one "
-                    "of those.",
-                    chunk));
+        fmt::format("--chunk is {}, but kernels use chunk sizes {}; pass one of those.", chunk,
+                    chunk_sizes_text()));
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw InputError(
         fmt::format("--dtype {} is not an input dtype; pass f32 or bf16.", dtype_name(dtype)));

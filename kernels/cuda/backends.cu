@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/gdn2_form.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/traits.cuh"
 #include "kernels/faults.hpp"
 
 namespace deltaproof::kernels {
@@ -45,8 +46,6 @@ std::string describe(const DeviceProblem& p) {
   return fmt::format("B{} T{} H{} K{} V{} chunk{}", p.B, p.T, p.H, p.K, p.V, p.chunk);
 }
 
-namespace {
-
 CudaFaults active_faults() {
   CudaFaults f;
 #ifdef DELTAPROOF_FALSIFY
@@ -54,6 +53,8 @@ CudaFaults active_faults() {
 #endif
   return f;
 }
+
+namespace {
 
 // One device buffer per named tensor, uploaded from host floats.
 struct Device {
@@ -99,6 +100,10 @@ DeviceRounding device_rounding(const PrecisionContract& c) {
   return r;
 }
 
+static_assert(cuda::RecurrentTraits::kMaxK == cuda::ChunkConfig::kMaxDim &&
+                  cuda::RecurrentTraits::kMaxV == cuda::ChunkConfig::kMaxDim,
+              "one check of K and V serves both CUDA backends");
+
 class CudaBackend final : public Backend {
  public:
   // contracts: the backend's kernels round at a contract's points (cuda-chunk)
@@ -119,12 +124,14 @@ class CudaBackend final : public Backend {
     if (!gpu_available())
       throw InputError(
           fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));
-    if (s.K > 128 || s.V > 128)
+    // the traits' limits (kernels/cuda/traits.cuh), in this backend's words;
+    // cuda-recurrent's K and V are cuda-chunk's (static_assert above)
+    if (s.K > cuda::ChunkConfig::kMaxDim || s.V > cuda::ChunkConfig::kMaxDim)
+      throw InputError(fmt::format("backend {} supports K and V up to {}, not K={} V={}.", name_,
+                                   cuda::ChunkConfig::kMaxDim, s.K, s.V));
+    if (!is_supported_chunk(s.chunk))
       throw InputError(
-          fmt::format("backend {} supports K and V up to 128, not K={} V={}.", name_, s.K, s.V));
-    if (s.chunk != 16 && s.chunk != 32 && s.chunk != 64)
-      throw InputError(
-          fmt::format("backend {} supports chunk 16, 32 or 64, not {}.", name_, s.chunk));
+          fmt::format("backend {} supports chunk {}, not {}.", name_, chunk_sizes_text(), s.chunk));
     const bool backward = phase == Phase::bwd;
     Device d;
     DeviceProblem& p = d.p;

@@ -53,6 +53,11 @@
 // kernels ask L2 for the next chunk's operands while they work on one
 // (prefetch_l2), so that their loads do not wait on device memory.
 //
+// Layers: the launch configuration, the largest shape and each kernel's shared
+// memory are kernels/cuda/traits.cuh (ChunkConfig); the quads, loads, rounding
+// points and prefetches kernels/cuda/tile.cuh; the kernels below are written in
+// them, bwd.bk1 as one member function of Bk1Chunk per sub-stage.
+//
 // Compile check: nvcc -std=c++17 -arch=sm_90 -I. -c kernels/cuda/chunk.cu
 // (add -DDELTAPROOF_FALSIFY for the fault points, -Xptxas -v for registers).
 #include <cuda_bf16.h>
@@ -60,52 +65,18 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/stages.hpp"
+#include "kernels/cuda/tile.cuh"
+#include "kernels/cuda/traits.cuh"
 
 namespace deltaproof::kernels::cuda {
 namespace {
-
-// The launch configuration, apart from the algorithm.
-struct ChunkConfig {
-  // fwd.intra, fwd.inter and bwd.bk2: blocks of kThreads, registers capped so
-  // that kBlocksPerSM of them fit an SM (fwd.inter's and bwd.bk2's 256 blocks at
-  // B*H = 64 then run in one wave on 132 SMs)
-  static constexpr int kThreads = 256;
-  static constexpr int kBlocksPerSM = 2;
-  static constexpr int kBk1Threads = 512;  // bwd.bk1: its shared memory fits one block per SM
-  static constexpr int kVTile = 32;        // state columns per fwd.inter / bwd.bk2 block
-  static constexpr int kMaxDim = 128;      // K and V at most
-  static constexpr int kMaxChunk = 64;     // C at most
-};
-
-// n rounded up to a multiple of 4: the row length of the global buffers read
-// by quads along their rows (a row of K channels is K4 long, zeros past K).
-__host__ __device__ constexpr int round_up4(int n) { return (n + 3) / 4 * 4; }
-// n or n + 1, whichever is odd: the row stride of a shared buffer whose columns
-// are read one row per thread, without bank conflicts.
-__host__ __device__ constexpr int odd_stride(int n) { return n | 1; }
-// The row stride of the shared transposes read by quads (a chunk's C rows per
-// row): a multiple of 4 for the 16-byte quads, C + 4 so that the quads stored
-// by consecutive threads fall in different banks.
-__host__ __device__ constexpr int quad_stride(int C) { return C + 4; }
-
-// Dynamic shared memory of each kernel, in floats.
-__host__ __device__ constexpr int intra_shared_floats(int C, int K) {
-  return 2 * C * odd_stride(K) + C * C + C * quad_stride(C);  // G, keys; A, TinvT
-}
-__host__ __device__ constexpr int inter_shared_floats(int C, int K, int v_tile) {
-  return K * odd_stride(v_tile) + 2 * C * v_tile;  // S; U, Qg S0
-}
-__host__ __device__ constexpr int bk2_shared_floats(int C, int K, int v_tile) {
-  return K * odd_stride(v_tile) + C * v_tile;  // dS; dU
-}
-__host__ __device__ constexpr int bk1_shared_floats(int C, int K, int V) {
-  // dO^T, dX^T, dY^T; dM, dA; dQg (then dG), dKdec; d_decay_end
-  return (2 * V + K) * quad_stride(C) + 2 * C * C + 2 * C * K + K;
-}
 
 // The global scratch, one slab per (b, h, chunk) in each buffer; slab s of a
 // buffer of rows x cols slabs starts at s * rows * cols. Every rows x cols is
@@ -172,93 +143,6 @@ __device__ inline std::size_t token_row(const DeviceProblem& p, int width, int b
   std::size_t at = token_offset(p.T, p.H, width, b, t, h, 0);
   if (t >= p.T) at %= static_cast<std::size_t>(p.B) * p.T * p.H * width;
   return at;
-}
-
-// Element n of an input (q k v g b w) whose elements are of type In (float or
-// __nv_bfloat16), widened to f32.
-__device__ inline float widen(float x) { return x; }
-__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class In>
-__device__ inline float read_input(const void* input, std::size_t n) {
-  return widen(static_cast<const In*>(input)[n]);
-}
-
-// The precision contract's rounding points (DeviceRounding), as cpu-chunk's
-// operand() and intermediate(): operand<R>(p, x) where a matrix product reads
-// x, intermediate<R>(p, x) where a stage stores x for a later one to read. The
-// kernels are templates on R: Exact (f32) compiles every point away, so the f32
-// kernels are the code they were without contracts (a run-time test in the
-// inner loops cost the f32 path 2.4x on the H200: reports/gpu/41c4c72);
-// Contract rounds as p.rounding says.
-struct Exact {
-  static constexpr bool kRounds = false;
-};
-struct Contract {
-  static constexpr bool kRounds = true;
-};
-template <class R>
-__device__ inline float operand(const DeviceProblem& p, float x) {
-  if constexpr (R::kRounds) return round_dropping(x, p.rounding.operand_bits, p.rounding.rule);
-  return x;
-}
-template <class R>
-__device__ inline float intermediate(const DeviceProblem& p, float x) {
-  if constexpr (R::kRounds) return round_dropping(x, p.rounding.intermediate_bits, p.rounding.rule);
-  return x;
-}
-
-// Four consecutive floats, one 16-byte load or store (`at` 16-byte aligned).
-struct Quad {
-  float v[4];
-};
-__device__ inline Quad load_quad(const float* at) {
-  const float4 x = *reinterpret_cast<const float4*>(at);
-  return {{x.x, x.y, x.z, x.w}};
-}
-__device__ inline void store_quad(float* at, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
-}
-
-// Asks L2 to fetch the 128-byte lines of [at, at + floats) ahead of their use,
-// the block's threads sharing the lines out. No effect on any result (and none
-// in a host build of the kernels): the sequential kernels fetch their next
-// chunk's operands so, and bwd.bk1 its whole chunk's, so that the loads which
-// follow find L2 rather than wait on device memory.
-__device__ inline void prefetch_l2(const float* at, std::size_t floats) {
-#ifdef __CUDA_ARCH__
-  constexpr int kLine = 32;  // floats per line
-  for (std::size_t i = threadIdx.x * kLine; i < floats; i += blockDim.x * kLine)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(at + i));
-#else
-  (void)at, (void)floats;
-#endif
-}
-// The same for the vectors of tokens t0 .. t0 + rows - 1 of a token tensor
-// [B,T,H,width] of element type E (up to T), for (b, h).
-template <class E>
-__device__ inline void prefetch_tokens_l2(const DeviceProblem& p, const void* x, int width, int b,
-                                          int h, int t0, int rows) {
-#ifdef __CUDA_ARCH__
-  constexpr int kLine = 128 / sizeof(E);  // elements per line
-  const int lines = (width + kLine - 1) / kLine;
-  const int last = min(rows, p.T - t0);
-  for (int idx = threadIdx.x; idx < last * lines; idx += blockDim.x) {
-    const E* row =
-        static_cast<const E*>(x) + token_offset(p.T, p.H, width, b, t0 + idx / lines, h, 0);
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + idx % lines * kLine));
-  }
-#else
-  (void)p, (void)x, (void)width, (void)b, (void)h, (void)t0, (void)rows;
-#endif
-}
-
-// The block's items of a product with `quads` quads of rows and `lanes`
-// columns: body(m0, n) for rows m0..m0+3 and column n. Consecutive threads take
-// consecutive n of the same quad (a warp shares its quad when lanes >= 32).
-template <class Body>
-__device__ inline void for_quads(int quads, int lanes, Body body) {
-  for (int idx = threadIdx.x; idx < quads * lanes; idx += blockDim.x)
-    body(4 * (idx / lanes), idx % lanes);
 }
 
 // ---------------------------------------------------------------------------
@@ -333,11 +217,11 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     if (r0 < L && i <= r0 + 3) {
       std::size_t rows[4];
 #pragma unroll
-      for (int s = 0; s < 4; ++s) rows[s] = row(K, min(r0 + s, L - 1));
+      for (int s = 0; s < kQuad; ++s) rows[s] = row(K, min(r0 + s, L - 1));
       for (int k = 0; k < K; ++k) {
         const float G_i = G[i * Ks + k], key_i = keys[i * Ks + k];
 #pragma unroll
-        for (int s = 0; s < 4; ++s) {
+        for (int s = 0; s < kQuad; ++s) {
           const int r = r0 + s;
           if (i > r || r >= L) continue;
           const float decayed_key = operand<R>(p, key_i * expf(G[r * Ks + k] - G_i));
@@ -349,7 +233,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       }
     }
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < kQuad; ++s) {
       const int r = r0 + s;
       A[r * C + i] = i < r ? a[s] : 0.0f;
       if (backward) M[r * C + i] = m[s];
@@ -384,7 +268,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       const float G_end = G[(L - 1) * Ks + k];
       const float end = DP_FAULT(p.faults, double_exp_chunk_decay) ? expf(G_end) : G_end;
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < kQuad; ++s) {
         const int r = r0 + s;
         if (r >= L) continue;
         const std::size_t rk = row(K, r) + k;
@@ -395,7 +279,7 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       }
     }
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < kQuad; ++s) {
       const int r = r0 + s;
       Kdec[r * K4 + k] = kdec[s];
       if (backward) Qg[r * K4 + k] = qg[s];
@@ -421,11 +305,9 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       const std::size_t ij = row(V, i) + j;
       const float x = operand<R>(p, read_input<In>(p.w, ij) * read_input<In>(p.v, ij));
       const Quad tinv = load_quad(TinvT + i * Cs + r0);
-#pragma unroll
-      for (int s = 0; s < 4; ++s) ut[s] += operand<R>(p, tinv.v[s]) * x;
+      accumulate_quad<R>(p, ut, tinv, x);
     }
-#pragma unroll
-    for (int s = 0; s < 4; ++s) ut[s] = intermediate<R>(p, ut[s]);
+    round_intermediate<R>(p, ut);
     store_quad(UtT + j * C + r0, ut);
   });
   // Wt = Tinv Y. Item: channel k (threads), rows r0..r0+3 (TinvT quads).
@@ -436,14 +318,12 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int i = 0; i <= last; ++i) {
         const float y = operand<R>(p, keys[i * Ks + k]);
         const Quad tinv = load_quad(TinvT + i * Cs + r0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) wt[s] += operand<R>(p, tinv.v[s]) * y;
+        accumulate_quad<R>(p, wt, tinv, y);
       }
-#pragma unroll
-    for (int s = 0; s < 4; ++s) wt[s] = intermediate<R>(p, wt[s]);
+    round_intermediate<R>(p, wt);
     if (backward)
 #pragma unroll
-      for (int s = 0; s < 4; ++s) Wt[(r0 + s) * K4 + k] = wt[s];
+      for (int s = 0; s < kQuad; ++s) Wt[(r0 + s) * K4 + k] = wt[s];
     if (k < K) store_quad(WtT + k * C + r0, wt);
   });
 }
@@ -536,16 +416,12 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
           // the state a product reads is the stored one; the carried S stays f32
           const float s0 = operand<R>(p, intermediate<R>(p, S[k * Ss + j]));
           const Quad wt = load_quad(WtT + k * C + r0), qg = load_quad(QgT + k * C + r0);
-#pragma unroll
-          for (int s = 0; s < 4; ++s) {
-            wt_s0[s] += operand<R>(p, wt.v[s]) * s0;
-            qg_s0[s] += operand<R>(p, qg.v[s]) * s0;
-          }
+          accumulate_quads<R>(p, wt_s0, wt, qg_s0, qg, s0);
         }
       const Quad ut = load_quad(UtT + (v0 + j) * C + r0);
       float u[4];
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < kQuad; ++s) {
         u[s] = intermediate<R>(p, ut.v[s] - wt_s0[s]);
         U[(r0 + s) * v_tile + j] = u[s];
         Qg_S0[(r0 + s) * v_tile + j] = qg_s0[s];
@@ -565,11 +441,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int i = 0; i <= last; ++i) {
         const float u = operand<R>(p, U[i * v_tile + j]);
         const Quad m = load_quad(MT + i * C + r0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) m_u[s] += operand<R>(p, m.v[s]) * u;
+        accumulate_quad<R>(p, m_u, m, u);
       }
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < kQuad; ++s) {
         const int r = r0 + s;
         if (r <= last && at.t0 + r < p.T)
           p.o[token_offset(p.T, p.H, V, b, at.t0 + r, h, v0 + j)] =
@@ -585,11 +460,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int i = 0; i < L; ++i) {
         const float u = operand<R>(p, U[i * v_tile + j]);
         const Quad kdec = load_quad(Kdec + i * K4 + k0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) kdec_u[s] += operand<R>(p, kdec.v[s]) * u;
+        accumulate_quad<R>(p, kdec_u, kdec, u);
       }
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < kQuad; ++s) {
         const int k = k0 + s;
         if (k < K) S[k * Ss + j] = decay_end[k] * S[k * Ss + j] + kdec_u[s];
       }
@@ -669,18 +543,16 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int r = i0; r < L; ++r) {
         const float d_o = operand<R>(p, dO(r, j));
         const Quad m = load_quad(M + r * C + i0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) through_output[s] += operand<R>(p, m.v[s]) * d_o;
+        accumulate_quad<R>(p, through_output, m, d_o);
       }
 #pragma unroll 8
       for (int k = 0; k < K; ++k) {
         const float ds = operand<R>(p, intermediate<R>(p, dS[k * Ss + j]));
         const Quad kdec = load_quad(KdecT + k * C + i0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) through_state[s] += operand<R>(p, kdec.v[s]) * ds;
+        accumulate_quad<R>(p, through_state, kdec, ds);
       }
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
+      for (int s = 0; s < kQuad; ++s)
         if (i0 + s < L)
           dU[(i0 + s) * v_tile + j] =
               intermediate<R>(p, p.scale * through_output[s] + through_state[s]);
@@ -702,18 +574,16 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
       for (int i = L - 1; i >= 0; --i) {
         const float du = operand<R>(p, dU[i * v_tile + j]);
         const Quad wt = load_quad(Wt + i * K4 + k0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) wt_du[s] += operand<R>(p, wt.v[s]) * du;
+        accumulate_quad<R>(p, wt_du, wt, du);
       }
 #pragma unroll 8
       for (int r = 0; r < L; ++r) {
         const float d_o = operand<R>(p, dO(r, j));
         const Quad qg = load_quad(Qg + r * K4 + k0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) qg_do[s] += operand<R>(p, qg.v[s]) * d_o;
+        accumulate_quad<R>(p, qg_do, qg, d_o);
       }
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < kQuad; ++s) {
         const int k = k0 + s;
         if (k >= K) continue;
         const float dS0 = p.scale * qg_do[s] + decay_end[k] * dS[k * Ss + j] - wt_du[s];
@@ -740,295 +610,373 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
 // bk1_chunk_adjoint in kernels/cpu/chunk.cpp. Shared: dO^T, dX^T, dY^T
 // (C columns at quad_stride); dM, dA (C x C); dQg, then dG, and dKdec (C x K);
 // d_decay_end (K). Writes dq dk dv dg db dw.
+//
+// Bk1Chunk: where the block's chunk, its operands and its shared buffers lie,
+// and one member function per sub-stage, each the adjoint of one equation of
+// the forward; bk1_kernel calls them in order, with the barriers between them.
 template <class In, class R>
-__global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
-    bk1_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
-  const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
-  const int Cs = quad_stride(C);
-  const int c = blockIdx.x, bh = blockIdx.y;
-  const ChunkSite at = chunk_site(p, num_chunks, bh, c);
-  const int L = at.L, b = at.b, h = at.h, t0 = at.t0;
-  extern __shared__ __align__(16) float shared[];
-  float* dOT = shared;                 // V x Cs
-  float* dXT = dOT + V * Cs;           // V x Cs
-  float* dYT = dXT + V * Cs;           // K x Cs
-  float* dM = dYT + K * Cs;            // C x C
-  float* dA = dM + C * C;              // C x C
-  float* dQg = dA + C * C;             // C x K
-  float* dG = dQg;                     // C x K  wrt the cumulative G, in dQg's place
-  float* dKdec = dQg + C * K;          // C x K
-  float* d_decay_end = dKdec + C * K;  // K
-  const float* Tinv = slab_of(scratch.Tinv, at.slab, C, C);
-  const float* G = slab_of(scratch.G, at.slab, C, K);
-  const float* UtT = slab_of(scratch.UtT, at.slab, V, C);
-  const float* WtT = slab_of(scratch.WtT, at.slab, K, C);
-  const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
-  const float* S0T = slab_of(scratch.S0T, at.slab, V, K4);
-  const float* UT = slab_of(scratch.UT, at.slab, V, C);
-  const float* dS_endT = slab_of(scratch.dS_endT, at.slab, V, K4);
+struct Bk1Chunk {
+  const DeviceProblem& p;
+  const ChunkScratch& scratch;
+  const int num_chunks;
+  const int C, K, V, K4, V4, Cs;
+  const int c, bh;
+  const ChunkSite at;
+  const int L, b, h, t0;
+  float* const dOT;          // V x Cs
+  float* const dXT;          // V x Cs
+  float* const dYT;          // K x Cs
+  float* const dM;           // C x C
+  float* const dA;           // C x C
+  float* const dQg;          // C x K
+  float* const dG;           // C x K  wrt the cumulative G, in dQg's place
+  float* const dKdec;        // C x K
+  float* const d_decay_end;  // K
+  const float* const Tinv;
+  const float* const G;
+  const float* const UtT;
+  const float* const WtT;
+  const float* const decay_end;
+  const float* const S0T;
+  const float* const UT;
+  const float* const dS_endT;
+  // the first chunk whose dU slab dU() sums (see there)
+  const int first;
+
+  __device__ __forceinline__ Bk1Chunk(const DeviceProblem& problem,
+                                      const ChunkScratch& chunk_scratch, int chunks, float* shared)
+      : p(problem),
+        scratch(chunk_scratch),
+        num_chunks(chunks),
+        C(p.chunk),
+        K(p.K),
+        V(p.V),
+        K4(round_up4(K)),
+        V4(round_up4(V)),
+        Cs(quad_stride(C)),
+        c(blockIdx.x),
+        bh(blockIdx.y),
+        at(chunk_site(p, num_chunks, bh, c)),
+        L(at.L),
+        b(at.b),
+        h(at.h),
+        t0(at.t0),
+        dOT(shared),
+        dXT(dOT + V * Cs),
+        dYT(dXT + V * Cs),
+        dM(dYT + K * Cs),
+        dA(dM + C * C),
+        dQg(dA + C * C),
+        dG(dQg),
+        dKdec(dQg + C * K),
+        d_decay_end(dKdec + C * K),
+        Tinv(slab_of(scratch.Tinv, at.slab, C, C)),
+        G(slab_of(scratch.G, at.slab, C, K)),
+        UtT(slab_of(scratch.UtT, at.slab, V, C)),
+        WtT(slab_of(scratch.WtT, at.slab, K, C)),
+        decay_end(slab_of(scratch.decay_end, at.slab, 1, K4)),
+        S0T(slab_of(scratch.S0T, at.slab, V, K4)),
+        UT(slab_of(scratch.UT, at.slab, V, C)),
+        dS_endT(slab_of(scratch.dS_endT, at.slab, V, K4)),
+        first(DP_FAULT(p.faults, scratch_read_before_write) && L == C ? 0 : c) {}
+
   // where row r's token vector starts
-  auto row = [&](int width, int r) { return token_row(p, width, b, h, t0 + r); };
+  __device__ __forceinline__ std::size_t row(int width, int r) const {
+    return token_row(p, width, b, h, t0 + r);
+  }
   // dU_rj as BK2 added it into the zeroed scratch (under
   // global_scratch_read_before_write it was never zeroed). Under
   // scratch_read_before_write the scratch is not cleared between chunks, as the
   // cpu twin's sequential loop over chunks: chunk c holds the sum of dU over
   // chunks 0..c (a partial last chunk, of another size, starts afresh).
-  const int first = DP_FAULT(p.faults, scratch_read_before_write) && L == C ? 0 : c;
-  auto dU = [&](int r, int j) {
+  __device__ __forceinline__ float dU(int r, int j) const {
     float du = 0.0f;
     for (int cc = first; cc <= c; ++cc)
       du += slab_of(scratch.dU, static_cast<std::size_t>(bh) * num_chunks + cc, C, V4)[r * V4 + j];
     return du;
-  };
+  }
 
   // everything the chunk reads from global memory, asked for ahead
-  prefetch_l2(Tinv, C * C);
-  prefetch_l2(slab_of(scratch.dU, at.slab, C, V4), C * V4);
-  prefetch_l2(UT, V * C);
-  prefetch_l2(S0T, V * K4);
-  prefetch_l2(dS_endT, V * K4);
-  prefetch_l2(UtT, V * C);
-  prefetch_l2(WtT, K * C);
-  prefetch_l2(G, C * K);
-  prefetch_l2(decay_end, K4);
-  prefetch_tokens_l2<In>(p, p.q, K, b, h, t0, L);
-  prefetch_tokens_l2<In>(p, p.k, K, b, h, t0, L);
-  prefetch_tokens_l2<In>(p, p.b, K, b, h, t0, L);
-  prefetch_tokens_l2<In>(p, p.v, V, b, h, t0, L);
-  prefetch_tokens_l2<In>(p, p.w, V, b, h, t0, L);
-  // dO of the chunk, transposed (zero past L), read along its rows
-  for (int idx = threadIdx.x; idx < C * V; idx += blockDim.x) {
-    const int r = idx / V, j = idx % V;
-    dOT[j * Cs + r] = r < L ? p.d_o[row(V, r) + j] : 0.0f;
+  __device__ __forceinline__ void prefetch_operands() const {
+    prefetch_l2(Tinv, C * C);
+    prefetch_l2(slab_of(scratch.dU, at.slab, C, V4), C * V4);
+    prefetch_l2(UT, V * C);
+    prefetch_l2(S0T, V * K4);
+    prefetch_l2(dS_endT, V * K4);
+    prefetch_l2(UtT, V * C);
+    prefetch_l2(WtT, K * C);
+    prefetch_l2(G, C * K);
+    prefetch_l2(decay_end, K4);
+    prefetch_tokens_l2<In>(p, p.q, K, b, h, t0, L);
+    prefetch_tokens_l2<In>(p, p.k, K, b, h, t0, L);
+    prefetch_tokens_l2<In>(p, p.b, K, b, h, t0, L);
+    prefetch_tokens_l2<In>(p, p.v, V, b, h, t0, L);
+    prefetch_tokens_l2<In>(p, p.w, V, b, h, t0, L);
   }
+
+  // dO of the chunk, transposed (zero past L), read along its rows
+  __device__ __forceinline__ void transpose_dO() const {
+    for (int idx = threadIdx.x; idx < C * V; idx += blockDim.x) {
+      const int r = idx / V, j = idx % V;
+      dOT[j * Cs + r] = r < L ? p.d_o[row(V, r) + j] : 0.0f;
+    }
+  }
+
   // U = Ut - Wt S0, Ut = Tinv X:  dX = Tinv^T dU, dX_ij = sum_{r>=i} Tinv_ri dU_rj.
   // Item: column j (threads), rows i0..i0+3 (Tinv row quads; Tinv is lower: for
   // the rows of the quad above r its zeros add nothing). Kept transposed.
   // X = W*V:  dW = dX*V,  dV = dX*W
-  for_quads(C / 4, V, [&](int i0, int j) {
-    float dx[4] = {};
+  __device__ __forceinline__ void form_dX_dW_dV() const {
+    for_quads(C / 4, V, [&](int i0, int j) {
+      float dx[4] = {};
 #pragma unroll 8
-    for (int r = i0; r < L; ++r) {
-      const float du = operand<R>(p, dU(r, j));
-      const Quad tinv = load_quad(Tinv + r * C + i0);
+      for (int r = i0; r < L; ++r) {
+        const float du = operand<R>(p, dU(r, j));
+        const Quad tinv = load_quad(Tinv + r * C + i0);
+        accumulate_quad<R>(p, dx, tinv, du);
+      }
+      store_quad(dXT + j * Cs + i0, dx);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) dx[s] += operand<R>(p, tinv.v[s]) * du;
-    }
-    store_quad(dXT + j * Cs + i0, dx);
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int i = i0 + s;
-      if (i >= L || t0 + i >= p.T) continue;
-      const std::size_t out = token_offset(p.T, p.H, V, b, t0 + i, h, j);
-      p.dw[out] = dx[s] * read_input<In>(p.v, out);
-      p.dv[out] = dx[s] * read_input<In>(p.w, out);
-    }
-  });
+      for (int s = 0; s < kQuad; ++s) {
+        const int i = i0 + s;
+        if (i >= L || t0 + i >= p.T) continue;
+        const std::size_t out = token_offset(p.T, p.H, V, b, t0 + i, h, j);
+        p.dw[out] = dx[s] * read_input<In>(p.v, out);
+        p.dv[out] = dx[s] * read_input<In>(p.w, out);
+      }
+    });
+  }
+
   // S_end = Diag(exp G_C) S0 + Kdec^T U:  dKdec = U dS_end^T. Item: channel k
   // (threads), rows i0..i0+3 (U^T quads).
-  for_quads(C / 4, K, [&](int i0, int k) {
-    float dkdec[4] = {};
-    if (i0 < L)
+  __device__ __forceinline__ void form_dKdec() const {
+    for_quads(C / 4, K, [&](int i0, int k) {
+      float dkdec[4] = {};
+      if (i0 < L)
 #pragma unroll 8
-      for (int j = 0; j < V; ++j) {
-        const float ds = operand<R>(p, intermediate<R>(p, dS_endT[j * K4 + k]));
-        const Quad u = load_quad(UT + j * C + i0);
+        for (int j = 0; j < V; ++j) {
+          const float ds = operand<R>(p, intermediate<R>(p, dS_endT[j * K4 + k]));
+          const Quad u = load_quad(UT + j * C + i0);
+          accumulate_quad<R>(p, dkdec, u, ds);
+        }
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dkdec[s] += operand<R>(p, u.v[s]) * ds;
-      }
-#pragma unroll
-    for (int s = 0; s < 4; ++s) dKdec[(i0 + s) * K + k] = dkdec[s];
-  });
-  // decay_end = exp(G_C):  d_decay_end = rowsum(dS_end * S0)
-  for (int k = threadIdx.x; k < K; k += blockDim.x) {
-    float sum = 0.0f;
-    for (int j = 0; j < V; ++j) sum += dS_endT[j * K4 + k] * S0T[j * K4 + k];
-    d_decay_end[k] = sum;
+      for (int s = 0; s < kQuad; ++s) dKdec[(i0 + s) * K + k] = dkdec[s];
+    });
   }
-  __syncthreads();
+
+  // decay_end = exp(G_C):  d_decay_end = rowsum(dS_end * S0)
+  __device__ __forceinline__ void form_d_decay_end() const {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+      float sum = 0.0f;
+      for (int j = 0; j < V; ++j) sum += dS_endT[j * K4 + k] * S0T[j * K4 + k];
+      d_decay_end[k] = sum;
+    }
+  }
 
   // O = scale [Qg S0 + M U]:  dM = scale dO U^T (lower, diagonal included).
   // Item: partner i (threads, U^T), rows r0..r0+3 (dO^T quads).
-  for_quads(C / 4, C, [&](int r0, int i) {
-    float dm[4] = {};
-    if (r0 < L && i <= r0 + 3)
+  __device__ __forceinline__ void form_dM() const {
+    for_quads(C / 4, C, [&](int r0, int i) {
+      float dm[4] = {};
+      if (r0 < L && i <= r0 + 3)
 #pragma unroll 8
-      for (int j = 0; j < V; ++j) {
-        const float u = operand<R>(p, UT[j * C + i]);
-        const Quad d_o = load_quad(dOT + j * Cs + r0);
+        for (int j = 0; j < V; ++j) {
+          const float u = operand<R>(p, UT[j * C + i]);
+          const Quad d_o = load_quad(dOT + j * Cs + r0);
+          accumulate_quad<R>(p, dm, d_o, u);
+        }
 #pragma unroll
-        for (int s = 0; s < 4; ++s) dm[s] += operand<R>(p, d_o.v[s]) * u;
+      for (int s = 0; s < kQuad; ++s) {
+        // the pairwise adjoints below read dM (and dA) as product operands
+        const int r = r0 + s;
+        dM[r * C + i] = i <= r && r < L ? operand<R>(p, dm[s] * p.scale) : 0.0f;
       }
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      // the pairwise adjoints below read dM (and dA) as product operands
-      const int r = r0 + s;
-      dM[r * C + i] = i <= r && r < L ? operand<R>(p, dm[s] * p.scale) : 0.0f;
-    }
-  });
+    });
+  }
+
   // Qg = Q*E, O = scale [Qg S0 + ...]:  dQg = scale dO S0^T.
   // Wt = Tinv Y:  dY = -Tinv^T dU S0^T, formed as -dX S0^T (dX = Tinv^T dU), kept transposed.
   // Item: channel k (threads, S0^T), rows r0..r0+3 (dO^T and dX^T quads).
-  for_quads(C / 4, K, [&](int r0, int k) {
-    float dqg[4] = {}, dx_s0[4] = {};
-    if (r0 < L)
+  __device__ __forceinline__ void form_dQg_dY() const {
+    for_quads(C / 4, K, [&](int r0, int k) {
+      float dqg[4] = {}, dx_s0[4] = {};
+      if (r0 < L)
 #pragma unroll 8
-      for (int j = 0; j < V; ++j) {
-        const float s0 = operand<R>(p, intermediate<R>(p, S0T[j * K4 + k]));
-        const Quad d_o = load_quad(dOT + j * Cs + r0), dx = load_quad(dXT + j * Cs + r0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          dqg[s] += operand<R>(p, d_o.v[s]) * s0;
-          dx_s0[s] += operand<R>(p, dx.v[s]) * s0;
+        for (int j = 0; j < V; ++j) {
+          const float s0 = operand<R>(p, intermediate<R>(p, S0T[j * K4 + k]));
+          const Quad d_o = load_quad(dOT + j * Cs + r0), dx = load_quad(dXT + j * Cs + r0);
+          accumulate_quads<R>(p, dqg, d_o, dx_s0, dx, s0);
         }
-      }
-    float dy[4];
+      float dy[4];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      dQg[(r0 + s) * K + k] = dqg[s] * p.scale;
-      dy[s] = -dx_s0[s];
-    }
-    store_quad(dYT + k * Cs + r0, dy);
-  });
-  __syncthreads();
+      for (int s = 0; s < kQuad; ++s) {
+        dQg[(r0 + s) * K + k] = dqg[s] * p.scale;
+        dy[s] = -dx_s0[s];
+      }
+      store_quad(dYT + k * Cs + r0, dy);
+    });
+  }
 
   // Tinv = (I + A)^-1:  dA = -(dX Ut^T + dY Wt^T), strictly lower.
   // Item: partner i (threads, Ut^T and Wt^T), rows r0..r0+3 (dX^T and dY^T quads).
-  for_quads(C / 4, C, [&](int r0, int i) {
-    float dx_ut[4] = {}, dy_wt[4] = {};
-    if (r0 < L && i < r0 + 3) {
+  __device__ __forceinline__ void form_dA() const {
+    for_quads(C / 4, C, [&](int r0, int i) {
+      float dx_ut[4] = {}, dy_wt[4] = {};
+      if (r0 < L && i < r0 + 3) {
 #pragma unroll 8
-      for (int j = 0; j < V; ++j) {
-        const float ut = operand<R>(p, UtT[j * C + i]);
-        const Quad dx = load_quad(dXT + j * Cs + r0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) dx_ut[s] += operand<R>(p, dx.v[s]) * ut;
-      }
+        for (int j = 0; j < V; ++j) {
+          const float ut = operand<R>(p, UtT[j * C + i]);
+          const Quad dx = load_quad(dXT + j * Cs + r0);
+          accumulate_quad<R>(p, dx_ut, dx, ut);
+        }
 #pragma unroll 8
-      for (int k = 0; k < K; ++k) {
-        const float wt = operand<R>(p, WtT[k * C + i]);
-        const Quad dy = load_quad(dYT + k * Cs + r0);
-#pragma unroll
-        for (int s = 0; s < 4; ++s) dy_wt[s] += operand<R>(p, dy.v[s]) * wt;
+        for (int k = 0; k < K; ++k) {
+          const float wt = operand<R>(p, WtT[k * C + i]);
+          const Quad dy = load_quad(dYT + k * Cs + r0);
+          accumulate_quad<R>(p, dy_wt, dy, wt);
+        }
       }
-    }
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int r = r0 + s;
-      dA[r * C + i] = i < r && r < L ? operand<R>(p, -(dx_ut[s] + dy_wt[s])) : 0.0f;
-    }
-  });
-  __syncthreads();
+      for (int s = 0; s < kQuad; ++s) {
+        const int r = r0 + s;
+        dA[r * C + i] = i < r && r < L ? operand<R>(p, -(dx_ut[s] + dy_wt[s])) : 0.0f;
+      }
+    });
+  }
 
   // One item per channel k (threads) and rows j0..j0+3: dQ, dK, dB and dG
   // (wrt the cumulative G) of the elements (j, k).
-  for_quads(C / 4, K, [&](int j0, int k) {
-    if (j0 >= L) return;
-    const int last = min(j0 + 3, L - 1);
-    const Quad dY = load_quad(dYT + k * Cs + j0);
-    float q_j[4] = {}, key_j[4] = {}, beta_j[4] = {}, G_j[4] = {};
-    float dQ[4] = {}, dK[4] = {}, dB[4] = {}, dG_j[4] = {};
+  __device__ __forceinline__ void form_token_gradients() const {
+    for_quads(C / 4, K, [&](int j0, int k) {
+      if (j0 >= L) return;
+      const int last = min(j0 + 3, L - 1);
+      const Quad dY = load_quad(dYT + k * Cs + j0);
+      float q_j[4] = {}, key_j[4] = {}, beta_j[4] = {}, G_j[4] = {};
+      float dQ[4] = {}, dK[4] = {}, dB[4] = {}, dG_j[4] = {};
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int j = j0 + s;
-      if (j > last) continue;
-      const std::size_t jk = row(K, j) + k;
-      q_j[s] = read_input<In>(p.q, jk);
-      key_j[s] = read_input<In>(p.k, jk);
-      beta_j[s] = read_input<In>(p.b, jk);
-      G_j[s] = G[j * K + k];
-      const float E_j = expf(G_j[s]), dqg = dQg[j * K + k];
-      // Y = B*K*E
-      dB[s] = dY.v[s] * key_j[s] * E_j;
-      dK[s] = dY.v[s] * beta_j[s] * E_j;
-      float dE = dY.v[s] * beta_j[s] * key_j[s];
-      // Qg = Q*E
-      dQ[s] = dqg * E_j;
-      dE += dqg * q_j[s];
-      dG_j[s] = dE * E_j;
-    }
+      for (int s = 0; s < kQuad; ++s) {
+        const int j = j0 + s;
+        if (j > last) continue;
+        const std::size_t jk = row(K, j) + k;
+        q_j[s] = read_input<In>(p.q, jk);
+        key_j[s] = read_input<In>(p.k, jk);
+        beta_j[s] = read_input<In>(p.b, jk);
+        G_j[s] = G[j * K + k];
+        const float E_j = expf(G_j[s]), dqg = dQg[j * K + k];
+        // Y = B*K*E
+        dB[s] = dY.v[s] * key_j[s] * E_j;
+        dK[s] = dY.v[s] * beta_j[s] * E_j;
+        float dE = dY.v[s] * beta_j[s] * key_j[s];
+        // Qg = Q*E
+        dQ[s] = dqg * E_j;
+        dE += dqg * q_j[s];
+        dG_j[s] = dE * E_j;
+      }
 
-    // M_ri and A_ri through their pairwise decays exp(G_r - G_i). As the row
-    // (r = j), partners i <= j; the diagonal's decay is 1 and adds nothing to dG.
-    for (int i = 0; i <= last; ++i) {
-      const std::size_t ik = row(K, i) + k;
-      const float G_i = G[i * K + k], key_i = read_input<In>(p.k, ik);
+      // M_ri and A_ri through their pairwise decays exp(G_r - G_i). As the row
+      // (r = j), partners i <= j; the diagonal's decay is 1 and adds nothing to dG.
+      for (int i = 0; i <= last; ++i) {
+        const std::size_t ik = row(K, i) + k;
+        const float G_i = G[i * K + k], key_i = read_input<In>(p.k, ik);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const int j = j0 + s;
-        if (j > last || i > j) continue;
-        const float decay = expf(G_j[s] - G_i);
-        const float m = dM[j * C + i] * decay;
-        dQ[s] += m * key_i;
-        if (i < j) {
-          const float a = dA[j * C + i] * decay;
-          dB[s] += a * key_j[s] * key_i;
-          dK[s] += a * beta_j[s] * key_i;
-          dG_j[s] += m * q_j[s] * key_i + a * beta_j[s] * key_j[s] * key_i;  // + through_g
+        for (int s = 0; s < kQuad; ++s) {
+          const int j = j0 + s;
+          if (j > last || i > j) continue;
+          const float decay = expf(G_j[s] - G_i);
+          const float m = dM[j * C + i] * decay;
+          dQ[s] += m * key_i;
+          if (i < j) {
+            const float a = dA[j * C + i] * decay;
+            dB[s] += a * key_j[s] * key_i;
+            dK[s] += a * beta_j[s] * key_i;
+            dG_j[s] += m * q_j[s] * key_i + a * beta_j[s] * key_j[s] * key_i;  // + through_g
+          }
         }
       }
-    }
-    // As the column (i = j), partners r >= j.
-    for (int r = j0; r < L; ++r) {
-      const std::size_t rk = row(K, r) + k;
-      const float G_r = G[r * K + k], q_r = read_input<In>(p.q, rk);
-      const float beta_r = read_input<In>(p.b, rk), key_r = read_input<In>(p.k, rk);
-      const Quad dM_r = load_quad(dM + r * C + j0), dA_r = load_quad(dA + r * C + j0);
+      // As the column (i = j), partners r >= j.
+      for (int r = j0; r < L; ++r) {
+        const std::size_t rk = row(K, r) + k;
+        const float G_r = G[r * K + k], q_r = read_input<In>(p.q, rk);
+        const float beta_r = read_input<In>(p.b, rk), key_r = read_input<In>(p.k, rk);
+        const Quad dM_r = load_quad(dM + r * C + j0), dA_r = load_quad(dA + r * C + j0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const int j = j0 + s;
-        if (j > last || r < j) continue;
-        const float decay = expf(G_r - G_j[s]);
-        const float m = dM_r.v[s] * decay;
-        dK[s] += m * q_r;
-        if (r > j) {
-          const float a = dA_r.v[s] * decay;
-          dK[s] += a * beta_r * key_r;
-          dG_j[s] -= m * q_r * key_j[s] + a * beta_r * key_r * key_j[s];  // - through_g
+        for (int s = 0; s < kQuad; ++s) {
+          const int j = j0 + s;
+          if (j > last || r < j) continue;
+          const float decay = expf(G_r - G_j[s]);
+          const float m = dM_r.v[s] * decay;
+          dK[s] += m * q_r;
+          if (r > j) {
+            const float a = dA_r.v[s] * decay;
+            dK[s] += a * beta_r * key_r;
+            dG_j[s] -= m * q_r * key_j[s] + a * beta_r * key_r * key_j[s];  // - through_g
+          }
         }
       }
-    }
-    // Kdec = K * exp(G_C - G): through K, and through G (- at row j, + at the
-    // last row, which collects every other row's term; its own cancels)
-    const float G_end = G[(L - 1) * K + k];
+      // Kdec = K * exp(G_C - G): through K, and through G (- at row j, + at the
+      // last row, which collects every other row's term; its own cancels)
+      const float G_end = G[(L - 1) * K + k];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int j = j0 + s;
-      if (j > last) continue;
-      {
-        const float decay = expf(G_end - G_j[s]);
-        dK[s] += dKdec[j * K + k] * decay;
-        if (j < L - 1) dG_j[s] -= dKdec[j * K + k] * key_j[s] * decay;
+      for (int s = 0; s < kQuad; ++s) {
+        const int j = j0 + s;
+        if (j > last) continue;
+        {
+          const float decay = expf(G_end - G_j[s]);
+          dK[s] += dKdec[j * K + k] * decay;
+          if (j < L - 1) dG_j[s] -= dKdec[j * K + k] * key_j[s] * decay;
+        }
+        if (j == L - 1) {
+          for (int i = 0; i < L - 1; ++i)
+            dG_j[s] +=
+                dKdec[i * K + k] * read_input<In>(p.k, row(K, i) + k) * expf(G_end - G[i * K + k]);
+          // decay_end = exp(G_C)
+          dG_j[s] += d_decay_end[k] * decay_end[k];
+        }
+        dG[j * K + k] = dG_j[s];  // over dQg_jk, read above by this thread alone
+        if (t0 + j < p.T) {
+          const std::size_t out = token_offset(p.T, p.H, K, b, t0 + j, h, k);
+          p.dq[out] = dQ[s];
+          p.dk[out] = dK[s];
+          p.db[out] = dB[s];
+        }
       }
-      if (j == L - 1) {
-        for (int i = 0; i < L - 1; ++i)
-          dG_j[s] +=
-              dKdec[i * K + k] * read_input<In>(p.k, row(K, i) + k) * expf(G_end - G[i * K + k]);
-        // decay_end = exp(G_C)
-        dG_j[s] += d_decay_end[k] * decay_end[k];
-      }
-      dG[j * K + k] = dG_j[s];  // over dQg_jk, read above by this thread alone
-      if (t0 + j < p.T) {
-        const std::size_t out = token_offset(p.T, p.H, K, b, t0 + j, h, k);
-        p.dq[out] = dQ[s];
-        p.dk[out] = dK[s];
-        p.db[out] = dB[s];
-      }
-    }
-  });
-  __syncthreads();
+    });
+  }
 
   // G_r = sum_{i<=r} g_i: dg is the reverse cumulative sum of dG, one thread
   // per channel (sign flipped under dg_sign_flipped)
-  for (int k = threadIdx.x; k < K; k += blockDim.x) {
-    float running = 0.0f;
-    for (int r = L - 1; r >= 0; --r) {
-      running += dG[r * K + k];
-      if (t0 + r < p.T)
-        p.dg[token_offset(p.T, p.H, K, b, t0 + r, h, k)] =
-            DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
+  __device__ __forceinline__ void form_dg() const {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+      float running = 0.0f;
+      for (int r = L - 1; r >= 0; --r) {
+        running += dG[r * K + k];
+        if (t0 + r < p.T)
+          p.dg[token_offset(p.T, p.H, K, b, t0 + r, h, k)] =
+              DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
+      }
     }
   }
+};
+
+template <class In, class R>
+__global__ void __launch_bounds__(ChunkConfig::kBk1Threads, 1)
+    bk1_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks) {
+  extern __shared__ __align__(16) float shared[];
+  const Bk1Chunk<In, R> chunk(p, scratch, num_chunks, shared);
+  chunk.prefetch_operands();
+  chunk.transpose_dO();
+  chunk.form_dX_dW_dV();
+  chunk.form_dKdec();
+  chunk.form_d_decay_end();
+  __syncthreads();
+  chunk.form_dM();
+  chunk.form_dQg_dY();
+  __syncthreads();
+  chunk.form_dA();
+  __syncthreads();
+  chunk.form_token_gradients();
+  __syncthreads();
+  chunk.form_dg();
 }
 
 // ---------------------------------------------------------------------------
@@ -1039,11 +987,9 @@ void check_supported(const DeviceProblem& p, bool backward) {
     throw std::runtime_error("cuda-chunk: " + what + " (" + describe(p) + ")");
   };
   if (p.B < 1 || p.T < 1 || p.H < 1) fail("B, T and H must be at least 1");
-  if (p.K < 1 || p.K > ChunkConfig::kMaxDim || p.V < 1 || p.V > ChunkConfig::kMaxDim)
-    fail("K and V must be from 1 to " + std::to_string(ChunkConfig::kMaxDim));
-  if (p.chunk != 16 && p.chunk != 32 && p.chunk != ChunkConfig::kMaxChunk)
-    fail("the chunk size must be 16, 32 or 64");
-  if (static_cast<long long>(p.B) * p.H > 65535) fail("B*H must be at most 65535 (grid y)");
+  if (const std::string why = ChunkConfig::supports(p.K, p.V, p.chunk); !why.empty()) fail(why);
+  if (static_cast<long long>(p.B) * p.H > ChunkConfig::kMaxGridY)
+    fail("B*H must be at most " + std::to_string(ChunkConfig::kMaxGridY) + " (grid y)");
   if (!p.q || !p.k || !p.v || !p.g || !p.b || !p.w || !p.h0 || !p.o || !p.ht)
     fail("an input or output pointer is null");
   if (backward &&
@@ -1094,68 +1040,89 @@ void allow_shared(Kernel kernel, int floats, const char* name, const DeviceProbl
              name, p);
 }
 
+// One launch of each stage's kernel (checked): run_chunk_as launches them in
+// order, and the stage launchers of kernels/cuda/stages.hpp one at a time.
+template <class In, class R>
+void launch_intra(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  allow_shared(chunk_intra_kernel<In, R>, ChunkConfig::kIntraSharedFloats, "chunk_intra_kernel", p);
+  const dim3 chunk_grid(num_chunks, p.B * p.H);
+  chunk_intra_kernel<In, R>
+      <<<chunk_grid, ChunkConfig::kThreads, shared_bytes(intra_shared_floats(p.chunk, p.K))>>>(
+          p, scratch, num_chunks);
+  CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
+}
+
+template <class R>
+void launch_inter(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  const int V = p.V;
+  // a transposed state (the fault) mixes columns, so one tile of all of V
+  const bool whole_state = DP_FAULT(p.faults, state_transposed) && p.K == V;
+  const int inter_tile = whole_state ? V : std::min(ChunkConfig::kVTile, V);
+  allow_shared(chunk_inter_kernel<R>, ChunkConfig::kInterSharedFloats, "chunk_inter_kernel", p);
+  const dim3 inter_grid((V + inter_tile - 1) / inter_tile, p.B * p.H);
+  chunk_inter_kernel<R><<<inter_grid, ChunkConfig::kThreads,
+                          shared_bytes(inter_shared_floats(p.chunk, p.K, inter_tile))>>>(
+      p, scratch, num_chunks, inter_tile);
+  CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
+}
+
+// bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
+// global_scratch_read_before_write it holds stale garbage instead (0xFF
+// bytes: NaN, so the numbers show it in every run); under
+// global_scratch_unwritten nothing writes it at all (initcheck's to catch:
+// fresh device memory is often zero, and then the numbers cannot see it).
+void clear_du_scratch(const DeviceProblem& p, const ChunkScratch& scratch, std::size_t slabs) {
+  if (!DP_FAULT(p.faults, global_scratch_unwritten))
+    CUDA_CHECK(
+        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
+                   slabs * p.chunk * round_up4(p.V) * sizeof(float)),
+        "cudaMemset (dU scratch)", p);
+}
+
+// bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
+template <class R>
+void launch_bk2(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  const int bk2_tile = std::min(ChunkConfig::kVTile, p.V);
+  allow_shared(bk2_kernel<R>, ChunkConfig::kBk2SharedFloats, "bk2_kernel", p);
+  const dim3 bk2_grid((p.V + bk2_tile - 1) / bk2_tile, p.B * p.H);
+  bk2_kernel<R><<<bk2_grid, ChunkConfig::kThreads,
+                  shared_bytes(bk2_shared_floats(p.chunk, p.K, bk2_tile))>>>(p, scratch, num_chunks,
+                                                                             bk2_tile);
+  CUDA_CHECK_LAUNCH("bk2_kernel", p);
+}
+
+template <class In, class R>
+void launch_bk1(const DeviceProblem& p, const ChunkScratch& scratch, int num_chunks) {
+  allow_shared(bk1_kernel<In, R>, ChunkConfig::kBk1SharedFloats, "bk1_kernel", p);
+  const dim3 chunk_grid(num_chunks, p.B * p.H);
+  bk1_kernel<In, R><<<chunk_grid, ChunkConfig::kBk1Threads,
+                      shared_bytes(bk1_shared_floats(p.chunk, p.K, p.V))>>>(p, scratch, num_chunks);
+  CUDA_CHECK_LAUNCH("bk1_kernel", p);
+}
+
+std::size_t num_chunks_of(const DeviceProblem& p) { return (p.T + p.chunk - 1) / p.chunk; }
+
 template <class In, class R>
 void run_chunk_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  using Config = ChunkConfig;
-  const int C = p.chunk, K = p.K, V = p.V;
-  const int num_chunks = (p.T + C - 1) / C;
-  const int heads = p.B * p.H;
-  const std::size_t slabs = static_cast<std::size_t>(heads) * num_chunks;
+  const int num_chunks = static_cast<int>(num_chunks_of(p));
+  const std::size_t slabs = static_cast<std::size_t>(p.B) * p.H * num_chunks;
   ChunkScratch scratch{};
   DeviceBuffer storage(lay_out_scratch(p, slabs, backward, nullptr, scratch),
                        "cudaMalloc (scratch)", p);
   lay_out_scratch(p, slabs, backward, storage.get(), scratch);
-  const dim3 chunk_grid(num_chunks, heads);
-  constexpr int kMaxC = Config::kMaxChunk, kMaxD = Config::kMaxDim;
 
-  // fwd.intra
-  allow_shared(chunk_intra_kernel<In, R>, intra_shared_floats(kMaxC, kMaxD), "chunk_intra_kernel",
-               p);
-  const std::size_t intra_bytes = intra_shared_floats(C, K) * sizeof(float);
-  chunk_intra_kernel<In, R><<<chunk_grid, Config::kThreads, intra_bytes>>>(p, scratch, num_chunks);
-  CUDA_CHECK_LAUNCH("chunk_intra_kernel", p);
+  launch_intra<In, R>(p, scratch, num_chunks);
   log.note("fwd.intra", "chunk_intra_kernel");
-
-  // fwd.inter: a transposed state (the fault) mixes columns, so one tile of all of V
-  const bool whole_state = DP_FAULT(p.faults, state_transposed) && K == V;
-  const int inter_tile = whole_state ? V : std::min(Config::kVTile, V);
-  allow_shared(chunk_inter_kernel<R>, inter_shared_floats(kMaxC, kMaxD, kMaxD),
-               "chunk_inter_kernel", p);
-  const dim3 inter_grid((V + inter_tile - 1) / inter_tile, heads);
-  chunk_inter_kernel<R>
-      <<<inter_grid, Config::kThreads, inter_shared_floats(C, K, inter_tile) * sizeof(float)>>>(
-          p, scratch, num_chunks, inter_tile);
-  CUDA_CHECK_LAUNCH("chunk_inter_kernel", p);
+  launch_inter<R>(p, scratch, num_chunks);
   log.note("fwd.inter", "chunk_inter_kernel");
   if (!backward) return;
 
-  // bwd.bk2 accumulates dU into its scratch for bwd.bk1: zeroed first. Under
-  // global_scratch_read_before_write it holds stale garbage instead (0xFF
-  // bytes: NaN, so the numbers show it in every run); under
-  // global_scratch_unwritten nothing writes it at all (initcheck's to catch:
-  // fresh device memory is often zero, and then the numbers cannot see it).
-  if (!DP_FAULT(p.faults, global_scratch_unwritten))
-    CUDA_CHECK(
-        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
-                   slabs * C * round_up4(V) * sizeof(float)),
-        "cudaMemset (dU scratch)", p);
-
-  // bwd.bk2 and the glue (dS_end handed back, dh0), in one kernel
-  const int bk2_tile = std::min(Config::kVTile, V);
-  allow_shared(bk2_kernel<R>, bk2_shared_floats(kMaxC, kMaxD, Config::kVTile), "bk2_kernel", p);
-  const dim3 bk2_grid((V + bk2_tile - 1) / bk2_tile, heads);
-  bk2_kernel<R><<<bk2_grid, Config::kThreads, bk2_shared_floats(C, K, bk2_tile) * sizeof(float)>>>(
-      p, scratch, num_chunks, bk2_tile);
-  CUDA_CHECK_LAUNCH("bk2_kernel", p);
+  clear_du_scratch(p, scratch, slabs);
+  launch_bk2<R>(p, scratch, num_chunks);
   log.note("bwd.bk2", "bk2_kernel");
   log.note("bwd.glue", "bk2_kernel");
 
-  // bwd.bk1
-  allow_shared(bk1_kernel<In, R>, bk1_shared_floats(kMaxC, kMaxD, kMaxD), "bk1_kernel", p);
-  bk1_kernel<In, R>
-      <<<chunk_grid, Config::kBk1Threads, bk1_shared_floats(C, K, V) * sizeof(float)>>>(p, scratch,
-                                                                                        num_chunks);
-  CUDA_CHECK_LAUNCH("bk1_kernel", p);
+  launch_bk1<In, R>(p, scratch, num_chunks);
   log.note("bwd.bk1", "bk1_kernel");
 }
 
@@ -1177,6 +1144,230 @@ void run_chunk(const DeviceProblem& p, bool backward, LaunchLog& log) {
       return run_chunk_rounding<__nv_bfloat16>(p, backward, log);
   }
   throw std::runtime_error("cuda-chunk: unknown input type (" + describe(p) + ")");
+}
+
+// ---------------------------------------------------------------------------
+// The stages one at a time (kernels/cuda/stages.hpp): one chunk of one (b, h),
+// B = H = 1 and T = L, so a token tensor is an L x width matrix and a state a
+// K x V one, and the scratch is one slab per buffer.
+namespace {
+
+// A rows x cols host matrix in a slab_rows x slab_cols slab, zeros elsewhere
+// (rows past L, channels past K); transposed: element (r, c) at (c, r).
+std::vector<float> to_slab(const HostMatrix& m, int rows, int cols, int slab_rows, int slab_cols,
+                           bool transposed) {
+  std::vector<float> slab(static_cast<std::size_t>(slab_rows) * slab_cols, 0.0f);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      slab[transposed ? c * slab_cols + r : r * slab_cols + c] = m[r * cols + c];
+  return slab;
+}
+// The rows x cols matrix held in a slab of slab_cols columns (transposed: at (c, r)).
+HostMatrix from_slab(const std::vector<float>& slab, int rows, int cols, int slab_cols,
+                     bool transposed) {
+  HostMatrix m(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      m[r * cols + c] = slab[transposed ? c * slab_cols + r : r * slab_cols + c];
+  return m;
+}
+
+enum class Layout { rows, transposed };
+
+// The device side of one stage: every token, state and gradient buffer of the
+// problem and one slab of each scratch buffer, all zeroed, so that a stage
+// reads only what the caller put there.
+class StageDevice {
+ public:
+  explicit StageDevice(const StageShape& s) : s_(s) {
+    p_.B = 1, p_.T = s.L, p_.H = 1, p_.K = s.K, p_.V = s.V, p_.chunk = s.chunk, p_.scale = s.scale;
+    p_.faults = active_faults();
+    if (s.L < 1 || s.L > s.chunk)
+      throw std::runtime_error("cuda-chunk stage: L must be from 1 to the chunk size (" +
+                               describe(p_) + ")");
+    const std::size_t LK = static_cast<std::size_t>(s.L) * s.K,
+                      LV = static_cast<std::size_t>(s.L) * s.V,
+                      KV = static_cast<std::size_t>(s.K) * s.V;
+    p_.q = q_ = allocate(LK), p_.k = k_ = allocate(LK), p_.g = g_ = allocate(LK);
+    p_.b = b_ = allocate(LK), p_.v = v_ = allocate(LV), p_.w = w_ = allocate(LV);
+    p_.h0 = h0_ = allocate(KV), p_.d_o = d_o_ = allocate(LV), p_.dht = dht_ = allocate(KV);
+    p_.o = allocate(LV), p_.ht = allocate(KV), p_.dh0 = allocate(KV);
+    p_.dq = allocate(LK), p_.dk = allocate(LK), p_.dg = allocate(LK), p_.db = allocate(LK);
+    p_.dv = allocate(LV), p_.dw = allocate(LV);
+    check_supported(p_, true);
+    float* scratch_base = allocate(lay_out_scratch(p_, 1, true, nullptr, scratch_));
+    lay_out_scratch(p_, 1, true, scratch_base, scratch_);
+  }
+  const DeviceProblem& p() const { return p_; }
+  const ChunkScratch& scratch() const { return scratch_; }
+
+  // The tokens, as fwd.intra and bwd.bk1 read them.
+  void put_tokens(const StageTokens& x) {
+    put(q_, x.q, s_.L, s_.K, "q"), put(k_, x.k, s_.L, s_.K, "k"), put(g_, x.g, s_.L, s_.K, "g");
+    put(b_, x.b, s_.L, s_.K, "b"), put(v_, x.v, s_.L, s_.V, "v"), put(w_, x.w, s_.L, s_.V, "w");
+  }
+  void put_S0(const HostMatrix& S0) { put(h0_, S0, s_.K, s_.V, "S0"); }
+  void put_dO(const HostMatrix& dO) { put(d_o_, dO, s_.L, s_.V, "dO"); }
+  void put_dS_end(const HostMatrix& dS_end) { put(dht_, dS_end, s_.K, s_.V, "dS_end"); }
+  // Where a quantity lies in the scratch: its slab (rows x cols of the
+  // quantity, in a slab of slab_rows x slab_cols, transposed or not), as
+  // ChunkScratch says and lay_out_scratch carves it.
+  struct Slab {
+    float* at;
+    int rows, cols, slab_rows, slab_cols;
+    Layout layout;
+    const char* name;
+  };
+  Slab slab(float* ChunkScratch::*buffer, const char* name) const {
+    const int L = s_.L, K = s_.K, V = s_.V, C = s_.chunk, K4 = round_up4(K), V4 = round_up4(V);
+    const ChunkScratch& at = scratch_;
+    const Layout T = Layout::transposed, R = Layout::rows;
+    auto of = [&](int rows, int cols, int slab_rows, int slab_cols, Layout layout) {
+      return Slab{at.*buffer, rows, cols, slab_rows, slab_cols, layout, name};
+    };
+    if (buffer == &ChunkScratch::MT) return of(L, L, C, C, T);
+    if (buffer == &ChunkScratch::QgT || buffer == &ChunkScratch::WtT ||
+        buffer == &ChunkScratch::KdecT)
+      return of(L, K, K, C, T);
+    if (buffer == &ChunkScratch::UtT || buffer == &ChunkScratch::UT) return of(L, V, V, C, T);
+    if (buffer == &ChunkScratch::Kdec || buffer == &ChunkScratch::Qg || buffer == &ChunkScratch::Wt)
+      return of(L, K, C, K4, R);
+    if (buffer == &ChunkScratch::decay_end) return of(1, K, 1, K4, R);
+    if (buffer == &ChunkScratch::M || buffer == &ChunkScratch::Tinv) return of(L, L, C, C, R);
+    if (buffer == &ChunkScratch::G) return of(L, K, C, K, R);
+    if (buffer == &ChunkScratch::S0T || buffer == &ChunkScratch::dS_endT) return of(K, V, V, K4, T);
+    return of(L, V, C, V4, R);  // dU
+  }
+  void put(const Slab& slab, const HostMatrix& m) {
+    check_size(m, slab.rows, slab.cols, slab.name);
+    upload(slab.at, to_slab(m, slab.rows, slab.cols, slab.slab_rows, slab.slab_cols,
+                            slab.layout == Layout::transposed));
+  }
+  HostMatrix get(const Slab& slab) const {
+    return from_slab(download(slab.at, static_cast<std::size_t>(slab.slab_rows) * slab.slab_cols),
+                     slab.rows, slab.cols, slab.slab_cols, slab.layout == Layout::transposed);
+  }
+  // What fwd.intra leaves in the scratch for the later stages, every buffer.
+  void put_intra(const StageIntra& intra) {
+    put(slab(&ChunkScratch::MT, "M"), intra.M);
+    put(slab(&ChunkScratch::M, "M"), intra.M);
+    put(slab(&ChunkScratch::QgT, "Qg"), intra.Qg);
+    put(slab(&ChunkScratch::Qg, "Qg"), intra.Qg);
+    put(slab(&ChunkScratch::WtT, "Wt"), intra.Wt);
+    put(slab(&ChunkScratch::Wt, "Wt"), intra.Wt);
+    put(slab(&ChunkScratch::Kdec, "Kdec"), intra.Kdec);
+    put(slab(&ChunkScratch::KdecT, "Kdec"), intra.Kdec);
+    put(slab(&ChunkScratch::UtT, "Ut"), intra.Ut);
+    put(slab(&ChunkScratch::Tinv, "Tinv"), intra.Tinv);
+    put(slab(&ChunkScratch::G, "G"), intra.G);
+    put(slab(&ChunkScratch::decay_end, "decay_end"), intra.decay_end);
+  }
+  // An output buffer (a token tensor or a state) as a rows x cols matrix.
+  HostMatrix get(const float* buffer, int rows, int cols) const {
+    return download(buffer, static_cast<std::size_t>(rows) * cols);
+  }
+
+ private:
+  float* allocate(std::size_t floats) {
+    buffers_.push_back(std::make_unique<DeviceBuffer>(floats, "cudaMalloc (stage)", p_));
+    float* at = buffers_.back()->get();
+    CUDA_CHECK(cudaMemset(at, 0, floats * sizeof(float)), "cudaMemset (stage)", p_);
+    return at;
+  }
+  void check_size(const HostMatrix& m, int rows, int cols, const char* name) const {
+    if (m.size() != static_cast<std::size_t>(rows) * cols)
+      throw std::runtime_error(std::string("cuda-chunk stage: ") + name + " holds " +
+                               std::to_string(m.size()) + " floats, not " + std::to_string(rows) +
+                               " x " + std::to_string(cols) + " (" + describe(p_) + ")");
+  }
+  void put(float* buffer, const HostMatrix& m, int rows, int cols, const char* name) {
+    check_size(m, rows, cols, name);
+    upload(buffer, m);
+  }
+  void upload(float* device, const std::vector<float>& host) {
+    CUDA_CHECK(cudaMemcpy(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+               "cudaMemcpy (stage input)", p_);
+  }
+  std::vector<float> download(const float* device, std::size_t floats) const {
+    std::vector<float> host(floats);
+    CUDA_CHECK(cudaMemcpy(host.data(), device, floats * sizeof(float), cudaMemcpyDeviceToHost),
+               "cudaMemcpy (stage output)", p_);
+    return host;
+  }
+
+  StageShape s_;
+  DeviceProblem p_;
+  ChunkScratch scratch_{};
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+  float *q_, *k_, *g_, *b_, *v_, *w_, *h0_, *d_o_, *dht_;
+};
+
+}  // namespace
+
+StageIntra run_fwd_intra(const StageShape& s, const StageTokens& x) {
+  StageDevice d(s);
+  d.put_tokens(x);
+  launch_intra<float, Exact>(d.p(), d.scratch(), 1);
+  StageIntra out;
+  out.G = d.get(d.slab(&ChunkScratch::G, "G"));
+  out.Tinv = d.get(d.slab(&ChunkScratch::Tinv, "Tinv"));
+  out.Ut = d.get(d.slab(&ChunkScratch::UtT, "Ut"));
+  out.Wt = d.get(d.slab(&ChunkScratch::Wt, "Wt"));
+  out.M = d.get(d.slab(&ChunkScratch::M, "M"));
+  out.Qg = d.get(d.slab(&ChunkScratch::Qg, "Qg"));
+  out.Kdec = d.get(d.slab(&ChunkScratch::Kdec, "Kdec"));
+  out.decay_end = d.get(d.slab(&ChunkScratch::decay_end, "decay_end"));
+  return out;
+}
+
+StageForward run_fwd_inter(const StageShape& s, const StageIntra& intra, const HostMatrix& S0) {
+  StageDevice d(s);
+  d.put_S0(S0);
+  d.put_intra(intra);
+  launch_inter<Exact>(d.p(), d.scratch(), 1);
+  StageForward out;
+  out.U = d.get(d.slab(&ChunkScratch::UT, "U"));
+  out.O = d.get(d.p().o, s.L, s.V);
+  out.S_end = d.get(d.p().ht, s.K, s.V);
+  return out;
+}
+
+StageBk2 run_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,
+                     const HostMatrix& dS_end) {
+  StageDevice d(s);
+  d.put_dO(dO);
+  d.put_dS_end(dS_end);
+  d.put_intra(intra);
+  clear_du_scratch(d.p(), d.scratch(), 1);
+  launch_bk2<Exact>(d.p(), d.scratch(), 1);
+  StageBk2 out;
+  out.dU = d.get(d.slab(&ChunkScratch::dU, "dU"));
+  out.dS0 = d.get(d.p().dh0, s.K, s.V);
+  return out;
+}
+
+StageGradients run_bwd_bk1(const StageShape& s, const StageTokens& x, const StageIntra& intra,
+                           const HostMatrix& S0, const HostMatrix& U, const HostMatrix& dO,
+                           const HostMatrix& dS_end, const HostMatrix& dU) {
+  StageDevice d(s);
+  d.put_tokens(x);
+  d.put_dO(dO);
+  d.put_intra(intra);
+  // the glue: fwd.inter's S0 and U, bwd.bk2's dS_end and dU
+  d.put(d.slab(&ChunkScratch::S0T, "S0"), S0);
+  d.put(d.slab(&ChunkScratch::UT, "U"), U);
+  d.put(d.slab(&ChunkScratch::dS_endT, "dS_end"), dS_end);
+  d.put(d.slab(&ChunkScratch::dU, "dU"), dU);
+  launch_bk1<float, Exact>(d.p(), d.scratch(), 1);
+  const int L = s.L, K = s.K, V = s.V;
+  StageGradients out;
+  out.dq = d.get(d.p().dq, L, K);
+  out.dk = d.get(d.p().dk, L, K);
+  out.dg = d.get(d.p().dg, L, K);
+  out.db = d.get(d.p().db, L, K);
+  out.dv = d.get(d.p().dv, L, V);
+  out.dw = d.get(d.p().dw, L, V);
+  return out;
 }
 
 }  // namespace deltaproof::kernels::cuda

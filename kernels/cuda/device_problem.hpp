@@ -83,6 +83,10 @@ struct LaunchLog {
   }
 };
 
+// The fault switched on now (kernels::active_fault), as the kernels take it;
+// none outside a falsify build.
+CudaFaults active_faults();
+
 // "B1 T40 H2 K8 V8 chunk16", for error messages.
 std::string describe(const DeviceProblem& p);
 

@@ -59,32 +59,16 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/tile.cuh"
+#include "kernels/cuda/traits.cuh"
 
 namespace deltaproof::kernels::cuda {
 
 namespace {
 
-// The kernels' configuration (no magic numbers in the kernel bodies).
-struct RecurrentTraits {
-  static constexpr int kMaxK = 128;
-  static constexpr int kMaxV = 128;
-  static constexpr int kVTile = 32;                            // columns per block: one per lane
-  static constexpr int kRowGroups = 8;                         // warps; warp r owns rows r + 8 s
-  static constexpr int kThreads = kVTile * kRowGroups;         // 256
-  static constexpr int kRowsPerThread = kMaxK / kRowGroups;    // 16 registers of S (or dS)
-  static constexpr int kMinBlocksPerSM = 2;                    // 256 blocks in one wave at H16 B4
-  static constexpr int kSegment = 64;                          // tokens between checkpoints
-  static constexpr int kTokenTile = 8;                         // tokens staged at once
-  static constexpr int kColumnPartials = kRowGroups * kVTile;  // one warp partial per column
-  static constexpr int kStageStride = kVTile + 1;              // padded: no bank conflicts
-  static constexpr int kReduceThreads = 256;
-  static constexpr int kReduceMaxBlocks = 1 << 16;
-};
+// The kernels' configuration (no magic numbers in the kernel bodies):
+// kernels/cuda/traits.cuh.
 using Traits = RecurrentTraits;
-static_assert(Traits::kVTile == 32, "a V tile is one warp wide: lane = column");
-static_assert(Traits::kRowsPerThread * Traits::kRowGroups == Traits::kMaxK, "rows cover K");
-static_assert(Traits::kSegment % Traits::kTokenTile == 0, "a token tile never straddles segments");
-static_assert(Traits::kSegment % 2 == 0, "partial-sum buffers alternate by the parity of t");
 
 // The per-row sums of the backward, one plane each in the row-sum scratch.
 enum RowSum : int {
@@ -96,15 +80,6 @@ enum RowSum : int {
 };
 
 __host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-// Element n of an input (q k v g b w) whose elements are of type In (float or
-// __nv_bfloat16), widened to f32.
-__device__ inline float widen(float x) { return x; }
-__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class In>
-__device__ inline float read_input(const void* input, std::size_t n) {
-  return widen(static_cast<const In*>(input)[n]);
-}
 
 // Where V tile `vtile`'s row sum `sum_id` lives, [B,T,H,K]: tile 0's in the
 // gradient it turns into (recurrent_reduce_kernel finishes it in place), the
@@ -583,11 +558,10 @@ void run_recurrent_as(const DeviceProblem& p, bool backward, LaunchLog& log) {
 }  // namespace
 
 void run_recurrent(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  if (p.B < 1 || p.H < 1 || p.T < 1 || p.K < 1 || p.K > Traits::kMaxK || p.V < 1 ||
-      p.V > Traits::kMaxV || p.H > 65535 || p.B > 65535)
+  if (!Traits::supports(p.B, p.T, p.H, p.K, p.V))
     throw std::runtime_error("cuda-recurrent supports T >= 1, K and V in 1.." +
-                             std::to_string(Traits::kMaxK) +
-                             " and B, H in 1..65535; the problem is " + describe(p));
+                             std::to_string(Traits::kMaxK) + " and B, H in 1.." +
+                             std::to_string(Traits::kMaxBH) + "; the problem is " + describe(p));
   switch (p.input) {
     case InputType::f32:
       return run_recurrent_as<float>(p, backward, log);

@@ -1,0 +1,68 @@
+// tests/kernels/stage_compare_test.cpp — the comparison of the CUDA stage tests
+// (tests/kernels/stage_compare.hpp) on the CPU: green within its bar, red past
+// it, on a size mismatch and on a NaN, each failure naming the stage, the
+// quantity, the worst index, the figure and the bar.
+#include "tests/kernels/stage_compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace deltaproof::testing {
+namespace {
+
+using kernels::cpu::MatF;
+
+MatF reference() {
+  MatF m(2, 3);
+  m << 1.0f, -2.0f, 4.0f, 0.5f, 3.0f, -1.0f;
+  return m;
+}
+
+std::vector<float> row_major(const MatF& m) {
+  return std::vector<float>(m.data(), m.data() + m.size());
+}
+
+TEST(StageCompare, EqualQuantitiesPassAndShowTheFigure) {
+  const auto result = stage_matches("fwd.intra", "Tinv", row_major(reference()), reference(), 1e-5);
+  EXPECT_TRUE(result);
+  EXPECT_NE(std::string(result.message()).find("fwd.intra Tinv: rel 0.000e+00 (bar 1.000e-05)"),
+            std::string::npos)
+      << result.message();
+}
+
+TEST(StageCompare, AnEntryPastTheBarFailsNamingItsIndex) {
+  std::vector<float> cuda = row_major(reference());
+  cuda[1 * 3 + 2] += 4e-4f;  // [1, 2]: rel 1e-4 of max |cpu| = 4
+  const auto result = stage_matches("bwd.bk1", "dk", cuda, reference(), 1e-5);
+  ASSERT_FALSE(result);
+  const std::string message = result.message();
+  for (const char* part : {"bwd.bk1 dk:", "by rel 1.000e-04", "exceeds the bar 1.000e-05",
+                           "at [1, 2]", "max |cpu| 4.000e+00"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  EXPECT_TRUE(stage_matches("bwd.bk1", "dk", cuda, reference(), 2e-4));
+}
+
+TEST(StageCompare, ASizeMismatchFails) {
+  const auto result = stage_matches("fwd.inter", "O", std::vector<float>(5), reference(), 1e-5);
+  ASSERT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("gave 5 values where its CPU twin has 2 x 3"),
+            std::string::npos)
+      << result.message();
+}
+
+TEST(StageCompare, ANonFiniteValueFails) {
+  std::vector<float> cuda = row_major(reference());
+  cuda[0] = std::numeric_limits<float>::quiet_NaN();
+  const auto result = stage_matches("bwd.bk2", "dS0", cuda, reference(), 1e-5);
+  ASSERT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("1 of its 6 values are not finite"),
+            std::string::npos)
+      << result.message();
+}
+
+}  // namespace
+}  // namespace deltaproof::testing
