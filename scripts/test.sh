@@ -9,6 +9,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 echo "== ctest"
+# each label selects its tests (a label lost in discovery selects none)
+for label in unit cpu kernels gate cli; do
+  count=$(ctest --test-dir build -N -L "^$label\$" | sed -n 's/^Total Tests: //p')
+  echo "label $label: $count tests"
+  ((count > 0)) || { echo "ctest -L $label selects no test"; exit 1; }
+done
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== Python: load every committed fixture with safetensors + numpy"
