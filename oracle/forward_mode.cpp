@@ -80,6 +80,28 @@ std::array<double, kTangents> tangent_of_loss(const Problem& p, Sequence<D>& x, 
   return total.tangent;
 }
 
+// Runs `body(task, b, h, first, last, x)` in parallel for every (batch,
+// head) and every batch of kTangents of `count` seeds: x is the head's
+// sequence for the body to seed seeds [first, last) into; task = head *
+// batches + batch (tangent_batches(count) batches).
+int tangent_batches(std::size_t count) {
+  return static_cast<int>((count + kTangents - 1) / kTangents);
+}
+template <class Body>
+void for_each_tangent_batch(const Problem& problem, std::size_t count, int threads, Body body) {
+  const FixtureSpec& s = problem.spec;
+  const int batches = tangent_batches(count);
+  parallel_for(s.B * s.H * batches, threads, [&](int task) {
+    const int head = task / batches;
+    const int b = head / s.H;
+    const int h = head % s.H;
+    const std::size_t first = static_cast<std::size_t>(task % batches) * kTangents;
+    const std::size_t last = std::min(count, first + kTangents);
+    Sequence<D> x = head_sequence<D>(problem, b, h);
+    body(task, b, h, first, last, x);
+  });
+}
+
 }  // namespace
 
 std::size_t input_coordinate_count(const FixtureSpec& spec) {
@@ -94,30 +116,23 @@ TensorMap forward_mode_gradient(const Problem& problem, int threads,
   const FixtureSpec& s = problem.spec;
   const auto layouts = input_layouts(s);
   const auto coordinates = head_coordinates(s, layouts);
-  const int batches = static_cast<int>((coordinates.size() + kTangents - 1) / kTangents);
-  const int heads = s.B * s.H;
 
   TensorMap gradient;
   for (const auto& layout : layouts)
     gradient[gradient_name(layout.name)].assign(
         static_cast<std::size_t>(shape_numel(layout.shape(s))), 0.0);
 
-  parallel_for(heads * batches, threads, [&](int task) {
-    const int head = task / batches;
-    const int batch = task % batches;
-    const int b = head / s.H;
-    const int h = head % s.H;
-    Sequence<D> x = head_sequence<D>(problem, b, h);
-    const std::size_t first = static_cast<std::size_t>(batch) * kTangents;
-    const std::size_t last = std::min(coordinates.size(), first + kTangents);
-    for (std::size_t c = first; c < last; ++c)
-      seed(x, coordinates[c], 1.0, static_cast<int>(c - first));
-    const auto tangents = tangent_of_loss(problem, x, b, h, faults);
-    // each coordinate belongs to exactly one task: no two tasks write one slot
-    for (std::size_t c = first; c < last; ++c)
-      gradient[gradient_name(coordinates[c].layout->name)][flat_offset(s, coordinates[c], b, h)] =
-          tangents[c - first];
-  });
+  for_each_tangent_batch(
+      problem, coordinates.size(), threads,
+      [&](int, int b, int h, std::size_t first, std::size_t last, Sequence<D>& x) {
+        for (std::size_t c = first; c < last; ++c)
+          seed(x, coordinates[c], 1.0, static_cast<int>(c - first));
+        const auto tangents = tangent_of_loss(problem, x, b, h, faults);
+        // each coordinate belongs to exactly one task: no two tasks write one slot
+        for (std::size_t c = first; c < last; ++c)
+          gradient[gradient_name(coordinates[c].layout->name)]
+                  [flat_offset(s, coordinates[c], b, h)] = tangents[c - first];
+      });
   return gradient;
 }
 
@@ -126,33 +141,28 @@ std::vector<double> forward_mode_directional(const Problem& problem,
                                              const GeneratorFaults& faults) {
   const FixtureSpec& s = problem.spec;
   const auto layouts = input_layouts(s);
-  const int batches = static_cast<int>((directions.size() + kTangents - 1) / kTangents);
+  const int batches = tangent_batches(directions.size());
   const int heads = s.B * s.H;
   std::vector<std::array<double, kTangents>> partial(static_cast<std::size_t>(heads) * batches);
 
-  parallel_for(heads * batches, threads, [&](int task) {
-    const int head = task / batches;
-    const int batch = task % batches;
-    const int b = head / s.H;
-    const int h = head % s.H;
-    Sequence<D> x = head_sequence<D>(problem, b, h);
-    const std::size_t first = static_cast<std::size_t>(batch) * kTangents;
-    const std::size_t last = std::min(directions.size(), first + kTangents);
-    for (std::size_t d = first; d < last; ++d) {
-      const auto layout = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) {
-        return l.name == directions[d].tensor;
-      });
-      const int rows = layout->is_state ? s.K : s.T;
-      const int columns = layout->is_state ? s.V : layout->per_token();
-      for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < columns; ++c) {
-          const HeadCoordinate coordinate{&*layout, r, c};
-          seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, b, h)],
-               static_cast<int>(d - first));
+  for_each_tangent_batch(
+      problem, directions.size(), threads,
+      [&](int task, int b, int h, std::size_t first, std::size_t last, Sequence<D>& x) {
+        for (std::size_t d = first; d < last; ++d) {
+          const auto layout = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) {
+            return l.name == directions[d].tensor;
+          });
+          const int rows = layout->is_state ? s.K : s.T;
+          const int columns = layout->is_state ? s.V : layout->per_token();
+          for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < columns; ++c) {
+              const HeadCoordinate coordinate{&*layout, r, c};
+              seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, b, h)],
+                   static_cast<int>(d - first));
+            }
         }
-    }
-    partial[task] = tangent_of_loss(problem, x, b, h, faults);
-  });
+        partial[task] = tangent_of_loss(problem, x, b, h, faults);
+      });
 
   // heads summed in a fixed order: the same bits for any thread count
   std::vector<double> derivatives(directions.size(), 0.0);
