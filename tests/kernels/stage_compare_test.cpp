@@ -1,6 +1,6 @@
 // tests/kernels/stage_compare_test.cpp — the comparison of the CUDA stage tests
 // (tests/kernels/stage_compare.hpp) on the CPU: green within its bar, red past
-// it, on a size mismatch and on a NaN, each failure naming the stage, the
+// it, on a size mismatch and on a NaN (subnormals as zero), each failure naming the stage, the
 // quantity, the worst index, the figure and the bar.
 #include "tests/kernels/stage_compare.hpp"
 
@@ -62,6 +62,17 @@ TEST(StageCompare, ANonFiniteValueFails) {
   EXPECT_NE(std::string(result.message()).find("1 of its 6 values are not finite"),
             std::string::npos)
       << result.message();
+}
+
+// The device's expf flushes a subnormal result to zero: a subnormal against
+// zero is no difference, the smallest normal against zero is.
+TEST(StageCompare, SubnormalsCountAsZeroNormalsDoNot) {
+  MatF tiny(1, 2);
+  tiny << 2.938e-39f, 7.7e-35f;
+  EXPECT_TRUE(stage_matches("fwd.intra", "decay_end", {0.0f, 7.7e-35f}, tiny, 1e-5));
+  MatF normal(1, 2);
+  normal << std::numeric_limits<float>::min(), 7.7e-35f;
+  EXPECT_FALSE(stage_matches("fwd.intra", "decay_end", {0.0f, 7.7e-35f}, normal, 1e-5));
 }
 
 }  // namespace
