@@ -63,27 +63,10 @@ void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vecto
 
 namespace {
 
-// The gradients of g, b and w in gdn2 form while the heads run, folded back
-// into the outputs once every head has written (kernels/backend.hpp).
-class Gdn2Gradients {
- public:
-  Gdn2Gradients(const KernelShape& s, bool backward, Buffers& out) : s_(s), out_(out) {
-    if (backward) grads_ = gdn2_gradient_buffers(s, out);
-  }
-  std::vector<float>& at(const char* name) { return grads_.at(name); }
-  void fold() {
-    if (!grads_.empty()) fold_gdn2_gradients(s_, std::move(grads_), out_);
-  }
-
- private:
-  const KernelShape& s_;
-  Buffers& out_;
-  Buffers grads_;
-};
-
-// Writes one head's results; gradients only when they were computed.
+// Writes one head's results; gradients only when they were computed (g's, b's
+// and w's into the gdn2-form buffers `grads`).
 void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool backward,
-                  Buffers& out, Gdn2Gradients& grads) {
+                  Buffers& out, Buffers& grads) {
   scatter_tokens(s, r.O, s.V, b, h, out.at("o"));
   scatter_state(s, r.ht, b, h, out.at("ht"));
   if (!backward) return;
@@ -97,12 +80,24 @@ void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool 
   if (r.dh0.size() != 0) scatter_state(s, r.dh0, b, h, out.at("dh0"));
 }
 
-// Runs `head` over every (batch, head) in parallel; records merge in head order.
+// Runs `run_one(b, h, x, head_record) -> HeadResult` over every (batch, head)
+// in parallel: x is the head gathered in gdn2 form, `rows` tokens long, and its
+// result is scattered back; the gradients of g, b and w are folded into the
+// op's own once every head has written (kernels/backend.hpp); the records
+// merge in head order.
 template <class RunHead>
-void for_each_head(const KernelShape& s, ExecutionRecord& record, RunHead run_one) {
+void for_each_head(const KernelShape& s, const Buffers& in, int rows, bool backward, Buffers& out,
+                   ExecutionRecord& record, RunHead run_one) {
+  const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
+  Buffers grads = backward ? gdn2_gradient_buffers(s, out) : Buffers();
   const int heads = s.B * s.H;
   std::vector<ExecutionRecord> records(heads);
-  parallel_for(heads, 0, [&](int index) { run_one(index / s.H, index % s.H, records[index]); });
+  parallel_for(heads, 0, [&](int index) {
+    const int b = index / s.H, h = index % s.H;
+    const HeadSequence x = gather_head(s, in, gates, b, h, rows);
+    scatter_head(s, b, h, run_one(b, h, x, records[index]), backward, out, grads);
+  });
+  if (backward) fold_gdn2_gradients(s, std::move(grads), out);
   for (const auto& r : records)
     for (const auto& [stage, times] : r.stages) record.note(stage, times);
 }
@@ -118,18 +113,15 @@ class ChunkBackend final : public Backend {
     const bool backward = phase == Phase::bwd;
     const int chunks = (s.T + s.chunk - 1) / s.chunk;
     const int rows = DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? chunks * s.chunk : s.T;
-    const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
-    Gdn2Gradients grads(s, backward, out);
-    for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
-      const HeadSequence x = gather_head(s, in, gates, b, h, rows);
-      const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
-      const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
-      // one stochastic stream per head, whichever thread runs it
-      Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
-      const HeadResult r = run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
-      scatter_head(s, b, h, r, backward, out, grads);
-    });
-    grads.fold();
+    for_each_head(s, in, rows, backward, out, record,
+                  [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
+                    const MatF dO =
+                        backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
+                    const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
+                    // one stochastic stream per head, whichever thread runs it
+                    Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
+                    return run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
+                  });
     round_outputs(s, out);  // as written, in the class's storage type
   }
 };
@@ -144,32 +136,32 @@ class RecurrentBackend final : public Backend {
            ExecutionRecord& record) const override {
     require_f32_contract(s, name());
     const bool backward = phase == Phase::bwd;
-    const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
-    Gdn2Gradients grads(s, backward, out);
-    for_each_head(s, record, [&](int b, int h, ExecutionRecord& head_record) {
-      const HeadSequence x = gather_head(s, in, gates, b, h, s.T);
-      Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
-      if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
-      const auto trajectory = deltaproof::forward(seq, s.scale, backward);
-      head_record.note("recurrent.fwd");
-      HeadResult r;
-      r.O = trajectory.o;
-      r.ht = trajectory.ht;
-      if (backward) {
-        const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
-        const MatF dht = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(s.K, s.V)
-                                                       : gather_state(s, in.at("dht"), b, h);
-        auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
-        head_record.note("recurrent.bwd");
-        if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
-        r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
-        // under dh0_not_written dh0 keeps what an unwritten output holds: the NaN poison
-        r.dh0 =
-            DELTAPROOF_FAULT(dh0_not_written) ? MatF::Constant(s.K, s.V, std::nanf("")) : grad.dh0;
-      }
-      scatter_head(s, b, h, r, backward, out, grads);
-    });
-    grads.fold();
+    for_each_head(s, in, s.T, backward, out, record,
+                  [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
+                    Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
+                    if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
+                    const auto trajectory = deltaproof::forward(seq, s.scale, backward);
+                    head_record.note("recurrent.fwd");
+                    HeadResult r;
+                    r.O = trajectory.o;
+                    r.ht = trajectory.ht;
+                    if (backward) {
+                      const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
+                      const MatF dht = DELTAPROOF_FAULT(dht_ignored)
+                                           ? MatF::Zero(s.K, s.V)
+                                           : gather_state(s, in.at("dht"), b, h);
+                      auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
+                      head_record.note("recurrent.bwd");
+                      if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
+                      r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
+                      // under dh0_not_written dh0 keeps what an unwritten output holds: the NaN
+                      // poison
+                      r.dh0 = DELTAPROOF_FAULT(dh0_not_written)
+                                  ? MatF::Constant(s.K, s.V, std::nanf(""))
+                                  : grad.dh0;
+                    }
+                    return r;
+                  });
   }
 };
 
