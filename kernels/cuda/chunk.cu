@@ -78,6 +78,19 @@
 namespace deltaproof::kernels::cuda {
 namespace {
 
+// A scratch buffer: one slab per (b, h, chunk) of `rows x cols` floats, its
+// matrix stored transposed or by rows. lay_out_scratch sets each buffer's shape
+// (the one statement of the layout); a kernel finds its chunk's slab by it, and
+// the stage launcher reads and writes a slab by it.
+struct ScratchBuffer {
+  float* base = nullptr;  // null for a buffer not allocated
+  int rows = 0, cols = 0;
+  bool transposed = false;
+  __host__ __device__ float* slab(std::size_t s) const {
+    return base ? base + s * static_cast<std::size_t>(rows) * cols : nullptr;
+  }
+};
+
 // The global scratch, one slab per (b, h, chunk) in each buffer; slab s of a
 // buffer of rows x cols slabs starts at s * rows * cols. Every rows x cols is
 // a multiple of 4 (C is), so every slab is 16-byte aligned. K4, V4: K and V
@@ -85,31 +98,26 @@ namespace {
 struct ChunkScratch {
   bool backward;  // the backward's buffers are allocated (and the forward fills its share)
   // fwd.intra -> fwd.inter (and bwd.bk1)
-  float* MT;         // C x C   M^T, M lower (diagonal included): MT[i][r] = 0 for i > r
-  float* QgT;        // K x C   (Q * exp(G))^T
-  float* WtT;        // K x C   Wt^T
-  float* UtT;        // V x C   Ut^T
-  float* Kdec;       // C x K4  K * exp(G_C - G)
-  float* decay_end;  // 1 x K4  exp(G_C)
+  ScratchBuffer MT;         // C x C   M^T, M lower (diagonal included): MT[i][r] = 0 for i > r
+  ScratchBuffer QgT;        // K x C   (Q * exp(G))^T
+  ScratchBuffer WtT;        // K x C   Wt^T
+  ScratchBuffer UtT;        // V x C   Ut^T
+  ScratchBuffer Kdec;       // C x K4  K * exp(G_C - G)
+  ScratchBuffer decay_end;  // 1 x K4  exp(G_C)
   // fwd.intra -> bwd.bk2 / bwd.bk1 (backward only)
-  float* M;      // C x C
-  float* Qg;     // C x K4
-  float* Wt;     // C x K4
-  float* KdecT;  // K x C
-  float* Tinv;   // C x C   (I + A)^-1, lower
-  float* G;      // C x K   cumulative log-decay from the chunk start
+  ScratchBuffer M;      // C x C
+  ScratchBuffer Qg;     // C x K4
+  ScratchBuffer Wt;     // C x K4
+  ScratchBuffer KdecT;  // K x C
+  ScratchBuffer Tinv;   // C x C   (I + A)^-1, lower
+  ScratchBuffer G;      // C x K   cumulative log-decay from the chunk start
   // the glue, fwd.inter -> bwd.bk1: the chunk-start state and U (backward only)
-  float* S0T;  // V x K4
-  float* UT;   // V x C
+  ScratchBuffer S0T;  // V x K4
+  ScratchBuffer UT;   // V x C
   // the glue, bwd.bk2 -> bwd.bk1: the dS_end handed back and dU
-  float* dS_endT;  // V x K4
-  float* dU;       // C x V4  zeroed, then accumulated into by bwd.bk2
+  ScratchBuffer dS_endT;  // V x K4
+  ScratchBuffer dU;       // C x V4  zeroed, then accumulated into by bwd.bk2
 };
-
-// This chunk's slab of a buffer (null for a buffer not allocated).
-__host__ __device__ inline float* slab_of(float* buffer, std::size_t slab, int rows, int cols) {
-  return buffer ? buffer + slab * static_cast<std::size_t>(rows) * cols : nullptr;
-}
 
 // Where a block's chunk lies: its (b, h), first token t0, length L, scratch slab.
 struct ChunkSite {
@@ -163,19 +171,19 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   float* keys = G + C * Ks;  // C x Ks; Y = B*K*exp(G) in their place once Kdec is formed
   float* A = keys + C * Ks;  // C x C
   float* TinvT = A + C * C;  // C x Cs  TinvT[i][r] = Tinv_ri
-  float* MT = slab_of(scratch.MT, at.slab, C, C);
-  float* QgT = slab_of(scratch.QgT, at.slab, K, C);
-  float* WtT = slab_of(scratch.WtT, at.slab, K, C);
-  float* UtT = slab_of(scratch.UtT, at.slab, V, C);
-  float* Kdec = slab_of(scratch.Kdec, at.slab, C, K4);
-  float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
+  float* MT = scratch.MT.slab(at.slab);
+  float* QgT = scratch.QgT.slab(at.slab);
+  float* WtT = scratch.WtT.slab(at.slab);
+  float* UtT = scratch.UtT.slab(at.slab);
+  float* Kdec = scratch.Kdec.slab(at.slab);
+  float* decay_end = scratch.decay_end.slab(at.slab);
   // the backward's (null in a forward run; written only when backward)
-  float* M = slab_of(scratch.M, at.slab, C, C);
-  float* Qg = slab_of(scratch.Qg, at.slab, C, K4);
-  float* Wt = slab_of(scratch.Wt, at.slab, C, K4);
-  float* KdecT = slab_of(scratch.KdecT, at.slab, K, C);
-  float* Tinv = slab_of(scratch.Tinv, at.slab, C, C);
-  float* G_slab = slab_of(scratch.G, at.slab, C, K);
+  float* M = scratch.M.slab(at.slab);
+  float* Qg = scratch.Qg.slab(at.slab);
+  float* Wt = scratch.Wt.slab(at.slab);
+  float* KdecT = scratch.KdecT.slab(at.slab);
+  float* Tinv = scratch.Tinv.slab(at.slab);
+  float* G_slab = scratch.G.slab(at.slab);
   // where row r's token vector starts (rows r < L)
   auto row = [&](int width, int r) { return token_row(p, width, at.b, at.h, at.t0 + r); };
 
@@ -357,12 +365,12 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   // chunk c's operands, asked for a chunk ahead
   auto prefetch_chunk = [&](int chunk) {
     const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
-    prefetch_l2(slab_of(scratch.WtT, slab, K, C), K * C);
-    prefetch_l2(slab_of(scratch.QgT, slab, K, C), K * C);
-    prefetch_l2(slab_of(scratch.UtT, slab, V, C) + v0 * C, cols * C);
-    prefetch_l2(slab_of(scratch.MT, slab, C, C), C * C);
-    prefetch_l2(slab_of(scratch.Kdec, slab, C, K4), C * K4);
-    prefetch_l2(slab_of(scratch.decay_end, slab, 1, K4), K4);
+    prefetch_l2(scratch.WtT.slab(slab), K * C);
+    prefetch_l2(scratch.QgT.slab(slab), K * C);
+    prefetch_l2(scratch.UtT.slab(slab) + v0 * C, cols * C);
+    prefetch_l2(scratch.MT.slab(slab), C * C);
+    prefetch_l2(scratch.Kdec.slab(slab), C * K4);
+    prefetch_l2(scratch.decay_end.slab(slab), K4);
   };
   prefetch_chunk(0);
   load_h0();  // S = h0
@@ -371,14 +379,14 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   for (int c = 0; c < num_chunks; ++c) {
     const ChunkSite at = chunk_site(p, num_chunks, bh, c);
     const int L = at.L;
-    const float* MT = slab_of(scratch.MT, at.slab, C, C);
-    const float* QgT = slab_of(scratch.QgT, at.slab, K, C);
-    const float* WtT = slab_of(scratch.WtT, at.slab, K, C);
-    const float* UtT = slab_of(scratch.UtT, at.slab, V, C);
-    const float* Kdec = slab_of(scratch.Kdec, at.slab, C, K4);
-    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
-    float* S0T = slab_of(scratch.S0T, at.slab, V, K4);
-    float* UT = slab_of(scratch.UT, at.slab, V, C);
+    const float* MT = scratch.MT.slab(at.slab);
+    const float* QgT = scratch.QgT.slab(at.slab);
+    const float* WtT = scratch.WtT.slab(at.slab);
+    const float* UtT = scratch.UtT.slab(at.slab);
+    const float* Kdec = scratch.Kdec.slab(at.slab);
+    const float* decay_end = scratch.decay_end.slab(at.slab);
+    float* S0T = scratch.S0T.slab(at.slab);
+    float* UT = scratch.UT.slab(at.slab);
     if (c + 1 < num_chunks) prefetch_chunk(c + 1);
 
     // S0: the carried state (h0 again under state_not_carried; read as S0^T
@@ -497,11 +505,11 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   // chunk c's operands, asked for a chunk ahead
   auto prefetch_chunk = [&](int chunk) {
     const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
-    prefetch_l2(slab_of(scratch.M, slab, C, C), C * C);
-    prefetch_l2(slab_of(scratch.KdecT, slab, K, C), K * C);
-    prefetch_l2(slab_of(scratch.Qg, slab, C, K4), C * K4);
-    prefetch_l2(slab_of(scratch.Wt, slab, C, K4), C * K4);
-    prefetch_l2(slab_of(scratch.decay_end, slab, 1, K4), K4);
+    prefetch_l2(scratch.M.slab(slab), C * C);
+    prefetch_l2(scratch.KdecT.slab(slab), K * C);
+    prefetch_l2(scratch.Qg.slab(slab), C * K4);
+    prefetch_l2(scratch.Wt.slab(slab), C * K4);
+    prefetch_l2(scratch.decay_end.slab(slab), K4);
     prefetch_tokens_l2<float>(p, p.d_o, V, b, h, chunk * C, C);
   };
   prefetch_chunk(num_chunks - 1);
@@ -516,13 +524,13 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   for (int c = num_chunks - 1; c >= 0; --c) {
     const ChunkSite at = chunk_site(p, num_chunks, bh, c);
     const int L = at.L;
-    const float* M = slab_of(scratch.M, at.slab, C, C);
-    const float* KdecT = slab_of(scratch.KdecT, at.slab, K, C);
-    const float* Qg = slab_of(scratch.Qg, at.slab, C, K4);
-    const float* Wt = slab_of(scratch.Wt, at.slab, C, K4);
-    const float* decay_end = slab_of(scratch.decay_end, at.slab, 1, K4);
-    float* dS_endT = slab_of(scratch.dS_endT, at.slab, V, K4);
-    float* du_scratch = slab_of(scratch.dU, at.slab, C, V4);
+    const float* M = scratch.M.slab(at.slab);
+    const float* KdecT = scratch.KdecT.slab(at.slab);
+    const float* Qg = scratch.Qg.slab(at.slab);
+    const float* Wt = scratch.Wt.slab(at.slab);
+    const float* decay_end = scratch.decay_end.slab(at.slab);
+    float* dS_endT = scratch.dS_endT.slab(at.slab);
+    float* du_scratch = scratch.dU.slab(at.slab);
     if (c > 0) prefetch_chunk(c - 1);
     // dO_rj of this tile's column j
     auto dO = [&](int r, int j) { return p.d_o[token_row(p, V, b, h, at.t0 + r) + v0 + j]; };
@@ -670,14 +678,14 @@ struct Bk1Chunk {
         dG(dQg),
         dKdec(dQg + C * K),
         d_decay_end(dKdec + C * K),
-        Tinv(slab_of(scratch.Tinv, at.slab, C, C)),
-        G(slab_of(scratch.G, at.slab, C, K)),
-        UtT(slab_of(scratch.UtT, at.slab, V, C)),
-        WtT(slab_of(scratch.WtT, at.slab, K, C)),
-        decay_end(slab_of(scratch.decay_end, at.slab, 1, K4)),
-        S0T(slab_of(scratch.S0T, at.slab, V, K4)),
-        UT(slab_of(scratch.UT, at.slab, V, C)),
-        dS_endT(slab_of(scratch.dS_endT, at.slab, V, K4)),
+        Tinv(scratch.Tinv.slab(at.slab)),
+        G(scratch.G.slab(at.slab)),
+        UtT(scratch.UtT.slab(at.slab)),
+        WtT(scratch.WtT.slab(at.slab)),
+        decay_end(scratch.decay_end.slab(at.slab)),
+        S0T(scratch.S0T.slab(at.slab)),
+        UT(scratch.UT.slab(at.slab)),
+        dS_endT(scratch.dS_endT.slab(at.slab)),
         first(DP_FAULT(p.faults, scratch_read_before_write) && L == C ? 0 : c) {}
 
   // where row r's token vector starts
@@ -692,14 +700,14 @@ struct Bk1Chunk {
   __device__ __forceinline__ float dU(int r, int j) const {
     float du = 0.0f;
     for (int cc = first; cc <= c; ++cc)
-      du += slab_of(scratch.dU, static_cast<std::size_t>(bh) * num_chunks + cc, C, V4)[r * V4 + j];
+      du += scratch.dU.slab(static_cast<std::size_t>(bh) * num_chunks + cc)[r * V4 + j];
     return du;
   }
 
   // everything the chunk reads from global memory, asked for ahead
   __device__ __forceinline__ void prefetch_operands() const {
     prefetch_l2(Tinv, C * C);
-    prefetch_l2(slab_of(scratch.dU, at.slab, C, V4), C * V4);
+    prefetch_l2(scratch.dU.slab(at.slab), C * V4);
     prefetch_l2(UT, V * C);
     prefetch_l2(S0T, V * K4);
     prefetch_l2(dS_endT, V * K4);
@@ -1004,29 +1012,30 @@ std::size_t lay_out_scratch(const DeviceProblem& p, std::size_t slabs, bool back
                             ChunkScratch& s) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
   std::size_t taken = 0;
-  auto take = [&](float*& buffer, int rows, int cols, bool needed) {
-    buffer = nullptr;
+  auto take = [&](ScratchBuffer& buffer, int rows, int cols, bool transposed, bool needed) {
+    buffer = {nullptr, rows, cols, transposed};
     if (!needed) return;
-    if (base) buffer = base + taken;
+    if (base) buffer.base = base + taken;
     taken += slabs * static_cast<std::size_t>(rows) * cols;  // a multiple of 4
   };
+  constexpr bool T = true, R = false;  // the matrix transposed (suffix T), or by rows
   s.backward = backward;
-  take(s.MT, C, C, true);
-  take(s.QgT, K, C, true);
-  take(s.WtT, K, C, true);
-  take(s.UtT, V, C, true);
-  take(s.Kdec, C, K4, true);
-  take(s.decay_end, 1, K4, true);
-  take(s.M, C, C, backward);
-  take(s.Qg, C, K4, backward);
-  take(s.Wt, C, K4, backward);
-  take(s.KdecT, K, C, backward);
-  take(s.Tinv, C, C, backward);
-  take(s.G, C, K, backward);
-  take(s.S0T, V, K4, backward);
-  take(s.UT, V, C, backward);
-  take(s.dS_endT, V, K4, backward);
-  take(s.dU, C, V4, backward);
+  take(s.MT, C, C, T, true);
+  take(s.QgT, K, C, T, true);
+  take(s.WtT, K, C, T, true);
+  take(s.UtT, V, C, T, true);
+  take(s.Kdec, C, K4, R, true);
+  take(s.decay_end, 1, K4, R, true);
+  take(s.M, C, C, R, backward);
+  take(s.Qg, C, K4, R, backward);
+  take(s.Wt, C, K4, R, backward);
+  take(s.KdecT, K, C, T, backward);
+  take(s.Tinv, C, C, R, backward);
+  take(s.G, C, K, R, backward);
+  take(s.S0T, V, K4, T, backward);
+  take(s.UT, V, C, T, backward);
+  take(s.dS_endT, V, K4, T, backward);
+  take(s.dU, C, V4, R, backward);
   return taken;
 }
 
@@ -1074,7 +1083,7 @@ void launch_inter(const DeviceProblem& p, const ChunkScratch& scratch, int num_c
 void clear_du_scratch(const DeviceProblem& p, const ChunkScratch& scratch, std::size_t slabs) {
   if (!DP_FAULT(p.faults, global_scratch_unwritten))
     CUDA_CHECK(
-        cudaMemset(scratch.dU, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
+        cudaMemset(scratch.dU.base, DP_FAULT(p.faults, global_scratch_read_before_write) ? 0xFF : 0,
                    slabs * p.chunk * round_up4(p.V) * sizeof(float)),
         "cudaMemset (dU scratch)", p);
 }
@@ -1172,8 +1181,6 @@ HostMatrix from_slab(const std::vector<float>& slab, int rows, int cols, int sla
   return m;
 }
 
-enum class Layout { rows, transposed };
-
 // The device side of one stage: every token, state and gradient buffer of the
 // problem and one slab of each scratch buffer, all zeroed, so that a stage
 // reads only what the caller put there.
@@ -1209,43 +1216,33 @@ class StageDevice {
   void put_S0(const HostMatrix& S0) { put(h0_, S0, s_.K, s_.V, "S0"); }
   void put_dO(const HostMatrix& dO) { put(d_o_, dO, s_.L, s_.V, "dO"); }
   void put_dS_end(const HostMatrix& dS_end) { put(dht_, dS_end, s_.K, s_.V, "dS_end"); }
-  // Where a quantity lies in the scratch: its slab (rows x cols of the
-  // quantity, in a slab of slab_rows x slab_cols, transposed or not), as
-  // ChunkScratch says and lay_out_scratch carves it.
+  // Where a quantity lies in the scratch: rows x cols of it in its buffer's
+  // slab (the slab's shape and layout as lay_out_scratch set them).
   struct Slab {
-    float* at;
-    int rows, cols, slab_rows, slab_cols;
-    Layout layout;
+    const ScratchBuffer& buffer;
+    int rows, cols;
     const char* name;
   };
-  Slab slab(float* ChunkScratch::*buffer, const char* name) const {
-    const int L = s_.L, K = s_.K, V = s_.V, C = s_.chunk, K4 = round_up4(K), V4 = round_up4(V);
-    const ChunkScratch& at = scratch_;
-    const Layout T = Layout::transposed, R = Layout::rows;
-    auto of = [&](int rows, int cols, int slab_rows, int slab_cols, Layout layout) {
-      return Slab{at.*buffer, rows, cols, slab_rows, slab_cols, layout, name};
-    };
-    if (buffer == &ChunkScratch::MT) return of(L, L, C, C, T);
-    if (buffer == &ChunkScratch::QgT || buffer == &ChunkScratch::WtT ||
-        buffer == &ChunkScratch::KdecT)
-      return of(L, K, K, C, T);
-    if (buffer == &ChunkScratch::UtT || buffer == &ChunkScratch::UT) return of(L, V, V, C, T);
-    if (buffer == &ChunkScratch::Kdec || buffer == &ChunkScratch::Qg || buffer == &ChunkScratch::Wt)
-      return of(L, K, C, K4, R);
-    if (buffer == &ChunkScratch::decay_end) return of(1, K, 1, K4, R);
-    if (buffer == &ChunkScratch::M || buffer == &ChunkScratch::Tinv) return of(L, L, C, C, R);
-    if (buffer == &ChunkScratch::G) return of(L, K, C, K, R);
-    if (buffer == &ChunkScratch::S0T || buffer == &ChunkScratch::dS_endT) return of(K, V, V, K4, T);
-    return of(L, V, C, V4, R);  // dU
+  Slab slab(ScratchBuffer ChunkScratch::*buffer, const char* name) const {
+    const int L = s_.L, K = s_.K, V = s_.V;
+    auto of = [&](int rows, int cols) { return Slab{scratch_.*buffer, rows, cols, name}; };
+    if (buffer == &ChunkScratch::MT || buffer == &ChunkScratch::M || buffer == &ChunkScratch::Tinv)
+      return of(L, L);
+    if (buffer == &ChunkScratch::UtT || buffer == &ChunkScratch::UT || buffer == &ChunkScratch::dU)
+      return of(L, V);
+    if (buffer == &ChunkScratch::decay_end) return of(1, K);
+    if (buffer == &ChunkScratch::S0T || buffer == &ChunkScratch::dS_endT) return of(K, V);
+    return of(L, K);  // QgT, WtT, KdecT, Kdec, Qg, Wt, G
   }
   void put(const Slab& slab, const HostMatrix& m) {
+    const ScratchBuffer& b = slab.buffer;
     check_size(m, slab.rows, slab.cols, slab.name);
-    upload(slab.at, to_slab(m, slab.rows, slab.cols, slab.slab_rows, slab.slab_cols,
-                            slab.layout == Layout::transposed));
+    upload(b.slab(0), to_slab(m, slab.rows, slab.cols, b.rows, b.cols, b.transposed));
   }
   HostMatrix get(const Slab& slab) const {
-    return from_slab(download(slab.at, static_cast<std::size_t>(slab.slab_rows) * slab.slab_cols),
-                     slab.rows, slab.cols, slab.slab_cols, slab.layout == Layout::transposed);
+    const ScratchBuffer& b = slab.buffer;
+    return from_slab(download(b.slab(0), static_cast<std::size_t>(b.rows) * b.cols), slab.rows,
+                     slab.cols, b.cols, b.transposed);
   }
   // What fwd.intra leaves in the scratch for the later stages, every buffer.
   void put_intra(const StageIntra& intra) {
