@@ -64,23 +64,26 @@ std::string type_name_phrase(const std::string& type) {
   return (type == "object" || type == "array" || type == "integer" ? "an " : "a ") + type;
 }
 
+// A schema node with its "$ref" ("#/definitions/term") followed; null for a
+// reference outside the definitions.
+const json* resolve_ref(const json* node) {
+  const std::string prefix = "#/definitions/";
+  while (node && node->is_object() && node->contains("$ref")) {
+    const std::string ref = node->at("$ref");
+    if (ref.rfind(prefix, 0) != 0) return nullptr;
+    node = &schema_document().at("definitions").at(ref.substr(prefix.size()));
+  }
+  return node;
+}
+
 // The schema node that describes the value at `steps` (object keys and array
 // indices from the root), following $ref, properties, additionalProperties
 // and items; null where the schema says nothing about it.
 const json* schema_node(const std::vector<std::string>& steps) {
   const json& root = schema_document();
-  auto resolve = [&](const json* node) {
-    while (node && node->is_object() && node->contains("$ref")) {
-      const std::string ref = node->at("$ref");  // "#/definitions/term"
-      const std::string prefix = "#/definitions/";
-      if (ref.rfind(prefix, 0) != 0) return static_cast<const json*>(nullptr);
-      node = &root.at("definitions").at(ref.substr(prefix.size()));
-    }
-    return node;
-  };
   const json* node = &root;
   for (const auto& step : steps) {
-    node = resolve(node);
+    node = resolve_ref(node);
     if (!node || !node->is_object()) return nullptr;
     if (const auto items = node->find("items");
         items != node->end() && !step.empty() &&
@@ -96,7 +99,7 @@ const json* schema_node(const std::vector<std::string>& steps) {
       return nullptr;
     }
   }
-  return resolve(node);
+  return resolve_ref(node);
 }
 
 // What the schema allows at a node, for "but must be ...": its types, its
@@ -117,15 +120,9 @@ std::string expectation(const json* node) {
   }
   if (const auto one_of = node->find("oneOf"); one_of != node->end()) {
     std::vector<std::string> alternatives;
-    for (const auto& alternative : *one_of) {
-      std::vector<std::string> steps;
-      const json* resolved = &alternative;
-      if (alternative.contains("$ref")) {
-        const std::string ref = alternative.at("$ref");
-        resolved = &schema_document().at("definitions").at(ref.substr(ref.rfind('/') + 1));
-      }
-      if (std::string text = expectation(resolved); !text.empty()) alternatives.push_back(text);
-    }
+    for (const auto& alternative : *one_of)
+      if (std::string text = expectation(resolve_ref(&alternative)); !text.empty())
+        alternatives.push_back(text);
     return fmt::format("{}", fmt::join(alternatives, " or "));
   }
   return "";

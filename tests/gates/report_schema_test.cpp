@@ -398,6 +398,8 @@ TEST_F(ReportSchema, TheReaderNamesTheGateTermAndField) {
             "the report: 'host': 'cpus' is '4', but must be an integer.");
   EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["terms"][dq]["bar"] = nullptr; }),
             gate_text + ", term 'dq': 'bar' is null, but must be a number.");
+  EXPECT_EQ(refusal([&](auto& r) { r["gates"][bwd]["fixture"] = "t256"; }),
+            gate_text + ": 'fixture' is 't256', but must be null or an object.");
   // a right type that breaks another constraint: valijson's own words
   const std::string commit = refusal([](auto& r) { r["git_commit"] = "abc"; });
   EXPECT_EQ(commit.rfind("the report: 'git_commit' is 'abc': ", 0), 0u) << commit;
