@@ -113,15 +113,14 @@ class ChunkBackend final : public Backend {
     const bool backward = phase == Phase::bwd;
     const int chunks = (s.T + s.chunk - 1) / s.chunk;
     const int rows = DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? chunks * s.chunk : s.T;
-    for_each_head(s, in, rows, backward, out, record,
-                  [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
-                    const MatF dO =
-                        backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
-                    const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
-                    // one stochastic stream per head, whichever thread runs it
-                    Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
-                    return run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
-                  });
+    auto run_one = [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
+      const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
+      const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
+      // one stochastic stream per head, whichever thread runs it
+      Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
+      return run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
+    };
+    for_each_head(s, in, rows, backward, out, record, run_one);
     round_outputs(s, out);  // as written, in the class's storage type
   }
 };
@@ -136,32 +135,29 @@ class RecurrentBackend final : public Backend {
            ExecutionRecord& record) const override {
     require_f32_contract(s, name());
     const bool backward = phase == Phase::bwd;
-    for_each_head(s, in, s.T, backward, out, record,
-                  [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
-                    Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
-                    if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
-                    const auto trajectory = deltaproof::forward(seq, s.scale, backward);
-                    head_record.note("recurrent.fwd");
-                    HeadResult r;
-                    r.O = trajectory.o;
-                    r.ht = trajectory.ht;
-                    if (backward) {
-                      const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
-                      const MatF dht = DELTAPROOF_FAULT(dht_ignored)
-                                           ? MatF::Zero(s.K, s.V)
-                                           : gather_state(s, in.at("dht"), b, h);
-                      auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
-                      head_record.note("recurrent.bwd");
-                      if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
-                      r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
-                      // under dh0_not_written dh0 keeps what an unwritten output holds: the NaN
-                      // poison
-                      r.dh0 = DELTAPROOF_FAULT(dh0_not_written)
-                                  ? MatF::Constant(s.K, s.V, std::nanf(""))
-                                  : grad.dh0;
-                    }
-                    return r;
-                  });
+    auto run_one = [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
+      Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
+      if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
+      const auto trajectory = deltaproof::forward(seq, s.scale, backward);
+      head_record.note("recurrent.fwd");
+      HeadResult r;
+      r.O = trajectory.o;
+      r.ht = trajectory.ht;
+      if (backward) {
+        const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
+        const MatF dht = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(s.K, s.V)
+                                                       : gather_state(s, in.at("dht"), b, h);
+        auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
+        head_record.note("recurrent.bwd");
+        if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
+        r.grad = {grad.dq, grad.dk, grad.dv, grad.dg, grad.db, grad.dw};
+        // under dh0_not_written dh0 keeps what an unwritten output holds: the NaN poison
+        r.dh0 =
+            DELTAPROOF_FAULT(dh0_not_written) ? MatF::Constant(s.K, s.V, std::nanf("")) : grad.dh0;
+      }
+      return r;
+    };
+    for_each_head(s, in, s.T, backward, out, record, run_one);
   }
 };
 

@@ -86,6 +86,7 @@ struct ScratchBuffer {
   float* base = nullptr;  // null for a buffer not allocated
   int rows = 0, cols = 0;
   bool transposed = false;
+  __host__ __device__ int slab_floats() const { return rows * cols; }
   __host__ __device__ float* slab(std::size_t s) const {
     return base ? base + s * static_cast<std::size_t>(rows) * cols : nullptr;
   }
@@ -118,6 +119,26 @@ struct ChunkScratch {
   ScratchBuffer dS_endT;  // V x K4
   ScratchBuffer dU;       // C x V4  zeroed, then accumulated into by bwd.bk2
 };
+
+// One block of fwd.inter or bwd.bk2: the state columns [v0, v0 + cols) of one
+// (b, h); blockIdx is (column tile, b * H + h).
+struct ColumnTile {
+  int bh, b, h, v0, cols;
+};
+__device__ inline ColumnTile column_tile(const DeviceProblem& p, int v_tile) {
+  const int bh = blockIdx.y, v0 = blockIdx.x * v_tile;
+  return {bh, bh / p.H, bh % p.H, v0, min(v_tile, p.V - v0)};
+}
+
+// The tile's columns of a [B,H,K,V] state (h0, dht) into the shared K x cols
+// `tile` at row stride Ss; zeros where `zero` (a fault that drops the state).
+__device__ inline void load_state_tile(const DeviceProblem& p, const ColumnTile& t,
+                                       const float* state, bool zero, float* tile, int Ss) {
+  for (int idx = threadIdx.x; idx < p.K * t.cols; idx += blockDim.x) {
+    const int k = idx / t.cols, j = idx % t.cols;
+    tile[k * Ss + j] = zero ? 0.0f : state[state_offset(p.H, p.K, p.V, t.b, t.h, k, t.v0 + j)];
+  }
+}
 
 // Where a block's chunk lies: its (b, h), first token t0, length L, scratch slab.
 struct ChunkSite {
@@ -346,31 +367,23 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     chunk_inter_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks,
                        int v_tile) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), Ss = odd_stride(v_tile);
-  const int bh = blockIdx.y, v0 = blockIdx.x * v_tile;
-  const int cols = min(v_tile, V - v0);
-  const int b = bh / p.H, h = bh % p.H;
+  const ColumnTile tile = column_tile(p, v_tile);
+  const int bh = tile.bh, b = tile.b, h = tile.h, v0 = tile.v0, cols = tile.cols;
   const bool transposed = DP_FAULT(p.faults, state_transposed) && K == V;
   extern __shared__ __align__(16) float shared[];
   float* S = shared;              // K x Ss
   float* U = S + K * Ss;          // C x v_tile
   float* Qg_S0 = U + C * v_tile;  // C x v_tile  the first term of O, before the scale
 
-  auto load_h0 = [&] {
-    for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-      const int k = idx / cols, j = idx % cols;
-      S[k * Ss + j] =
-          DP_FAULT(p.faults, h0_ignored) ? 0.0f : p.h0[state_offset(p.H, K, V, b, h, k, v0 + j)];
-    }
-  };
+  auto load_h0 = [&] { load_state_tile(p, tile, p.h0, DP_FAULT(p.faults, h0_ignored), S, Ss); };
   // chunk c's operands, asked for a chunk ahead
   auto prefetch_chunk = [&](int chunk) {
     const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
-    prefetch_l2(scratch.WtT.slab(slab), K * C);
-    prefetch_l2(scratch.QgT.slab(slab), K * C);
-    prefetch_l2(scratch.UtT.slab(slab) + v0 * C, cols * C);
-    prefetch_l2(scratch.MT.slab(slab), C * C);
-    prefetch_l2(scratch.Kdec.slab(slab), C * K4);
-    prefetch_l2(scratch.decay_end.slab(slab), K4);
+    for (const ScratchBuffer* buffer : {&scratch.WtT, &scratch.QgT})
+      prefetch_l2(buffer->slab(slab), buffer->slab_floats());
+    prefetch_l2(scratch.UtT.slab(slab) + v0 * C, cols * C);  // this tile's columns of Ut
+    for (const ScratchBuffer* buffer : {&scratch.MT, &scratch.Kdec, &scratch.decay_end})
+      prefetch_l2(buffer->slab(slab), buffer->slab_floats());
   };
   prefetch_chunk(0);
   load_h0();  // S = h0
@@ -495,9 +508,8 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
     bk2_kernel(const DeviceProblem p, const ChunkScratch scratch, int num_chunks, int v_tile) {
   const int C = p.chunk, K = p.K, V = p.V, K4 = round_up4(K), V4 = round_up4(V);
   const int Ss = odd_stride(v_tile);
-  const int bh = blockIdx.y, v0 = blockIdx.x * v_tile;
-  const int cols = min(v_tile, V - v0);
-  const int b = bh / p.H, h = bh % p.H;
+  const ColumnTile tile = column_tile(p, v_tile);
+  const int bh = tile.bh, b = tile.b, h = tile.h, v0 = tile.v0, cols = tile.cols;
   extern __shared__ __align__(16) float shared[];
   float* dS = shared;       // K x Ss
   float* dU = dS + K * Ss;  // C x v_tile
@@ -505,20 +517,14 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   // chunk c's operands, asked for a chunk ahead
   auto prefetch_chunk = [&](int chunk) {
     const std::size_t slab = static_cast<std::size_t>(bh) * num_chunks + chunk;
-    prefetch_l2(scratch.M.slab(slab), C * C);
-    prefetch_l2(scratch.KdecT.slab(slab), K * C);
-    prefetch_l2(scratch.Qg.slab(slab), C * K4);
-    prefetch_l2(scratch.Wt.slab(slab), C * K4);
-    prefetch_l2(scratch.decay_end.slab(slab), K4);
+    for (const ScratchBuffer* buffer :
+         {&scratch.M, &scratch.KdecT, &scratch.Qg, &scratch.Wt, &scratch.decay_end})
+      prefetch_l2(buffer->slab(slab), buffer->slab_floats());
     prefetch_tokens_l2<float>(p, p.d_o, V, b, h, chunk * C, C);
   };
   prefetch_chunk(num_chunks - 1);
   // the last chunk's dS_end = dht (zero under dht_ignored)
-  for (int idx = threadIdx.x; idx < K * cols; idx += blockDim.x) {
-    const int k = idx / cols, j = idx % cols;
-    dS[k * Ss + j] =
-        DP_FAULT(p.faults, dht_ignored) ? 0.0f : p.dht[state_offset(p.H, K, V, b, h, k, v0 + j)];
-  }
+  load_state_tile(p, tile, p.dht, DP_FAULT(p.faults, dht_ignored), dS, Ss);
   __syncthreads();
 
   for (int c = num_chunks - 1; c >= 0; --c) {
