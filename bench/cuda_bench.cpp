@@ -9,7 +9,9 @@
 // the FLOP rate counts the chunked algorithm's nominal matrix work (below),
 // for both backends, so the two rates compare like with like.
 //
-// Usage: cuda_bench [--repeats N] [--backend cuda-chunk|cuda-recurrent] [--json FILE]
+// Usage: cuda_bench [--repeats N] [--backend cuda-chunk|cuda-recurrent|cuda-tc] [--json FILE]
+// (cuda-tc: forward only, its scratch allocated in each call as cuda-chunk's is;
+// scripts/tc_vs_fla.py times it without that, beside FLA)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
 #include "kernels/cuda/device_problem.hpp"
+#include "kernels/cuda/tc.hpp"
 
 namespace {
 
@@ -180,10 +183,12 @@ int main(int argc, char** argv) {
         InputSet sets[2] = {InputSet(kda, bf16, 1), InputSet(kda, bf16, 2)};
         Outputs out;
         for (auto& s : sets) out.attach(s.p);
-        for (const char* backend : {"cuda-chunk", "cuda-recurrent"}) {
+        for (const char* backend : {"cuda-chunk", "cuda-recurrent", "cuda-tc"}) {
           if (!only_backend.empty() && only_backend != backend) continue;
           const bool chunked = std::string(backend) == "cuda-chunk";
+          const bool tensor_cores = std::string(backend) == "cuda-tc";
           for (bool backward : {false, true}) {
+            if (tensor_cores && backward) continue;  // cuda-tc has no backward yet
             cudaEvent_t start, stop;
             check(cudaEventCreate(&start), "cudaEventCreate");
             check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -192,7 +197,9 @@ int main(int argc, char** argv) {
               LaunchLog log;
               const DeviceProblem& p = sets[i % 2].p;
               check(cudaEventRecord(start), "cudaEventRecord");
-              if (chunked)
+              if (tensor_cores)
+                deltaproof::kernels::cuda::run_tc(p, backward, log);
+              else if (chunked)
                 deltaproof::kernels::cuda::run_chunk(p, backward, log);
               else
                 deltaproof::kernels::cuda::run_recurrent(p, backward, log);

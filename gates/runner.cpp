@@ -133,6 +133,18 @@ GateResult start_result(const Gate& gate) {
   r.gradients_compared = gate.phase == Phase::bwd;
   r.precision = precision_name(gate.family->precision);
   r.bars = bars_json(gate.family->bars, gate.family->precision);
+  if (gate.family->noise_bars()) {
+    // no constant bar: an oracle gate replaces these with the fixture's noise
+    // bars (noise_bars_json); a relation gate is bitwise and has none
+    for (const char* phase : {"fwd", "bwd"}) {
+      r.bars[phase]["bar"] = noise_tolerances(gate.family->precision).error_floor;
+      r.bars[phase]["clean_where"] = fmt::format(
+          "none: each term's bar comes from the {} class's noise on the fixture (at least this "
+          "floor)",
+          precision_name(gate.family->precision));
+      r.bars[phase]["provisional"] = false;
+    }
+  }
   r.required_stages = gate.required_stages();
   return r;
 }

@@ -92,11 +92,9 @@ Buffers allocate_outputs(const KernelShape& shape, Phase phase, float fill) {
 namespace {
 const std::vector<const Backend*>& registry() {
   static const std::vector<const Backend*> backends = {
-      &cpu::chunk_backend(),
-      &cpu::recurrent_backend(),
+      &cpu::chunk_backend(),  &cpu::recurrent_backend(),
 #ifdef DELTAPROOF_HAVE_CUDA_BACKENDS
-      &cuda::chunk_backend(),
-      &cuda::recurrent_backend(),
+      &cuda::chunk_backend(), &cuda::recurrent_backend(), &cuda::tc_backend(),
 #endif
   };
   return backends;

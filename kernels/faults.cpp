@@ -57,6 +57,8 @@ void set_active_fault(std::string_view id) {
 }
 
 Fault active_fault() { return g_active.load(std::memory_order_relaxed); }
+
+void FaultSuspended::restore(Fault f) { g_active = f; }
 #endif
 
 }  // namespace deltaproof::kernels

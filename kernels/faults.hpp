@@ -113,4 +113,26 @@ inline constexpr bool kFaultsCompiledIn = false;
 #define DELTAPROOF_FAULT(id) false
 #endif
 
+// Switches the active kernel fault off for its scope and back on after: for
+// the reference machinery a gate runs beside the kernel under test (a
+// precision class's noise ensemble runs cpu-chunk, whose fault points are the
+// kernels' own), which must not see the fault. Nothing in a normal build.
+class FaultSuspended {
+ public:
+#ifdef DELTAPROOF_FALSIFY
+  FaultSuspended() : fault_(active_fault()) { set_active_fault("none"); }
+  ~FaultSuspended() { restore(fault_); }
+#else
+  FaultSuspended() {}
+#endif
+  FaultSuspended(const FaultSuspended&) = delete;
+  FaultSuspended& operator=(const FaultSuspended&) = delete;
+
+ private:
+#ifdef DELTAPROOF_FALSIFY
+  static void restore(Fault f);
+  Fault fault_;
+#endif
+};
+
 }  // namespace deltaproof::kernels

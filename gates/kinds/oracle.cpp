@@ -12,6 +12,7 @@
 #include "core/process.hpp"
 #include "gates/instrument_faults.hpp"
 #include "gates/kinds/kind.hpp"
+#include "gates/noise.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/fixture.hpp"
 
@@ -118,8 +119,20 @@ void run_oracle(const KindContext& c, GateResult& r) {
   const auto reference = DELTAPROOF_INSTRUMENT_FAULT(reference_other_seed)
                              ? reference_of_other_seed(f.file, c.fixture_path.string(), gate.phase)
                              : f.reference;
-  r.terms =
-      compare_terms(f.job.shape, gate.phase, candidate, reference, family_compare(*gate.family));
+  if (gate.family->noise_bars()) {
+    // the class's noise on this fixture sets each term's bar and bias band;
+    // its ensemble (cpu-chunk) must not see a kernel fault under test
+    const NoiseModel noise = [&] {
+      const kernels::FaultSuspended clean;
+      return measure_noise(f.job.shape, f.job.inputs, gate.phase, reference,
+                           gate.family->precision);
+    }();
+    r.terms = judge_against_noise(f.job.shape, gate.phase, noise, candidate, reference);
+    r.bars = noise_bars_json(noise, r.terms);
+  } else {
+    r.terms =
+        compare_terms(f.job.shape, gate.phase, candidate, reference, family_compare(*gate.family));
+  }
   r.determinism.repeats = std::max(1, options.repeat);
   for (int i = 1; i < options.repeat && r.determinism.identical; ++i) {
     kernels::ExecutionRecord again;

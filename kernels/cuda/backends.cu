@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/gdn2_form.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/tc.hpp"
 #include "kernels/cuda/traits.cuh"
 #include "kernels/faults.hpp"
 
@@ -41,10 +42,6 @@ std::string device_name() {
 }
 
 namespace cuda {
-
-std::string describe(const DeviceProblem& p) {
-  return fmt::format("B{} T{} H{} K{} V{} chunk{}", p.B, p.T, p.H, p.K, p.V, p.chunk);
-}
 
 CudaFaults active_faults() {
   CudaFaults f;
@@ -104,34 +101,29 @@ static_assert(cuda::RecurrentTraits::kMaxK == cuda::ChunkConfig::kMaxDim &&
                   cuda::RecurrentTraits::kMaxV == cuda::ChunkConfig::kMaxDim,
               "one check of K and V serves both CUDA backends");
 
+// How a CUDA backend's arithmetic meets the precision classes.
+enum class Arithmetic {
+  f32,          // f32 only: refuses a contract that rounds (cuda-recurrent)
+  contracts,    // f32, or rounds at a deterministic contract's points (cuda-chunk)
+  tensor_cores  // the bf16 class always (cuda-tc): refuses another class's contract
+};
+
 class CudaBackend final : public Backend {
  public:
-  // contracts: the backend's kernels round at a contract's points (cuda-chunk)
-  CudaBackend(std::string name, std::string description, Runner runner, bool contracts)
+  CudaBackend(std::string name, std::string description, Runner runner, Arithmetic arithmetic)
       : name_(std::move(name)),
         description_(std::move(description)),
         runner_(runner),
-        contracts_(contracts) {}
+        arithmetic_(arithmetic) {}
   std::string name() const override { return name_; }
   std::string description() const override { return description_; }
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
-    if (contracts_)
-      require_deterministic_contract(s, name_);
-    else
-      require_f32_contract(s, name_);
+    require_arithmetic(s, phase);
     if (!gpu_available())
       throw InputError(
           fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));
-    // the traits' limits (kernels/cuda/traits.cuh), in this backend's words;
-    // cuda-recurrent's K and V are cuda-chunk's (static_assert above)
-    if (s.K > cuda::ChunkConfig::kMaxDim || s.V > cuda::ChunkConfig::kMaxDim)
-      throw InputError(fmt::format("backend {} supports K and V up to {}, not K={} V={}.", name_,
-                                   cuda::ChunkConfig::kMaxDim, s.K, s.V));
-    if (!is_supported_chunk(s.chunk))
-      throw InputError(
-          fmt::format("backend {} supports chunk {}, not {}.", name_, chunk_sizes_text(), s.chunk));
     const bool backward = phase == Phase::bwd;
     Device d;
     DeviceProblem& p = d.p;
@@ -174,10 +166,56 @@ class CudaBackend final : public Backend {
     out.at("o") = d.download("o");
     out.at("ht") = d.download("ht");
     if (backward) download_gradients(s, d, out);
-    round_outputs(s, out);  // as written, in the class's storage type
+    round_outputs(written_as(s), out);  // as written, in the class's storage type
   }
 
  private:
+  // Throws InputError when this backend cannot run the shape, the phase or the
+  // contract: the traits' limits (kernels/cuda/traits.cuh, kernels/cuda/tc.hpp),
+  // in this backend's words; cuda-recurrent's K and V are cuda-chunk's
+  // (static_assert above).
+  void require_arithmetic(const KernelShape& s, Phase phase) const {
+    switch (arithmetic_) {
+      case Arithmetic::f32:
+        require_f32_contract(s, name_);
+        break;
+      case Arithmetic::contracts:
+        require_deterministic_contract(s, name_);
+        break;
+      case Arithmetic::tensor_cores:
+        if (s.contract.precision != Precision::f32 &&
+            (s.contract.precision != Precision::bf16 ||
+             s.contract.rounding != Rounding::nearest_even))
+          throw InputError(fmt::format(
+              "backend {} computes in the bf16 class (bf16 operands on the tensor cores, "
+              "nearest-even); it cannot run the {} contract.",
+              name_, precision_name(s.contract.precision)));
+        if (const std::string why = cuda::TcConfig::supports(s.K, s.V, s.chunk); !why.empty())
+          throw InputError(fmt::format("backend {} cannot run K={} V={} chunk {}: {}.", name_, s.K,
+                                       s.V, s.chunk, why));
+        if (phase == Phase::bwd)
+          throw InputError(fmt::format(
+              "backend {} has no backward yet (issue 13): run it with --phase fwd.", name_));
+        return;
+    }
+    if (s.K > cuda::ChunkConfig::kMaxDim || s.V > cuda::ChunkConfig::kMaxDim)
+      throw InputError(fmt::format("backend {} supports K and V up to {}, not K={} V={}.", name_,
+                                   cuda::ChunkConfig::kMaxDim, s.K, s.V));
+    if (!is_supported_chunk(s.chunk))
+      throw InputError(
+          fmt::format("backend {} supports chunk {}, not {}.", name_, chunk_sizes_text(), s.chunk));
+  }
+
+  // The shape whose contract says how the outputs are written: cuda-tc's are
+  // bf16 (its class), the others' as the shape's contract says.
+  KernelShape written_as(const KernelShape& s) const {
+    if (arithmetic_ != Arithmetic::tensor_cores) return s;
+    KernelShape bf16 = s;
+    bf16.contract = PrecisionContract{};
+    bf16.contract.precision = Precision::bf16;
+    return bf16;
+  }
+
   static void download_gradients(const KernelShape& s, Device& d, Buffers& out) {
     for (const char* name : {"dq", "dk", "dv", "dh0"}) out.at(name) = d.download(name);
     fold_gdn2_gradients(
@@ -187,7 +225,7 @@ class CudaBackend final : public Backend {
  private:
   std::string name_, description_;
   Runner runner_;
-  bool contracts_;
+  Arithmetic arithmetic_;
 };
 
 }  // namespace
@@ -196,14 +234,23 @@ const Backend& chunk_backend() {
   static const CudaBackend backend(
       "cuda-chunk",
       "chunked WY forward and BK2/BK1/glue backward, f32 (or a tf32/bf16 contract), CUDA (sm_90)",
-      &run_chunk, true);
+      &run_chunk, Arithmetic::contracts);
   return backend;
 }
 
 const Backend& recurrent_backend() {
   static const CudaBackend backend("cuda-recurrent",
                                    "token-by-token recurrence and reverse sweep, f32, CUDA (sm_90)",
-                                   &run_recurrent, false);
+                                   &run_recurrent, Arithmetic::f32);
+  return backend;
+}
+
+const Backend& tc_backend() {
+  static const CudaBackend backend(
+      "cuda-tc",
+      "chunked WY forward on the tensor cores (mma.sync bf16, f32 accumulation), the bf16 "
+      "class, chunk 64, K and V up to 128, CUDA (sm_90); no backward yet",
+      &run_tc, Arithmetic::tensor_cores);
   return backend;
 }
 

@@ -1,4 +1,4 @@
-// kernels/cuda/backends.hpp — cuda-chunk and cuda-recurrent behind the backend
+// kernels/cuda/backends.hpp — cuda-chunk, cuda-recurrent and cuda-tc behind the backend
 // interface (kernels/backend.hpp). Built only when nvcc is found; then
 // DELTAPROOF_HAVE_CUDA_BACKENDS is defined and the registry lists them.
 #pragma once
@@ -9,5 +9,6 @@ namespace deltaproof::kernels::cuda {
 
 const Backend& chunk_backend();
 const Backend& recurrent_backend();
+const Backend& tc_backend();
 
 }  // namespace deltaproof::kernels::cuda

@@ -88,7 +88,11 @@ struct LaunchLog {
 CudaFaults active_faults();
 
 // "B1 T40 H2 K8 V8 chunk16", for error messages.
-std::string describe(const DeviceProblem& p);
+inline std::string describe(const DeviceProblem& p) {
+  return "B" + std::to_string(p.B) + " T" + std::to_string(p.T) + " H" + std::to_string(p.H) +
+         " K" + std::to_string(p.K) + " V" + std::to_string(p.V) + " chunk" +
+         std::to_string(p.chunk);
+}
 
 // cuda-chunk: stages fwd.intra, fwd.inter, then (backward) bwd.bk2, bwd.glue,
 // bwd.bk1. Synchronous: returns when the results are in the output buffers.

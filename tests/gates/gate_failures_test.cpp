@@ -572,5 +572,44 @@ TEST(MetamorphicCanFail, AShortCallThatDropsH0FailsSplitCallInsideAChunk) {
   EXPECT_FALSE(mentions(r.reasons, "split at t=16:"));
 }
 
+// A family of the bf16 class (cuda-tc's) has no constant bars: its oracle gate
+// takes each term's bar and bias band from the class's noise on the fixture.
+// Run here with cpu-chunk in its place (no GPU needed): the f32 twin is green;
+// o scaled by 1.01, under the bf16 bar (about 1.6e-2 here), is red by its bias.
+GateResult run_as_bf16_family(const kernels::Backend& backend) {
+  Family family = *registered("gdn2.cuda-tc.t64-c64.fwd").family;
+  family.needs_gpu = false;
+  family.fwd_stages = {"fwd.intra", "fwd.inter"};  // cpu-chunk's
+  Gate gate = registered("gdn2.cuda-tc.t64-c64.fwd");
+  gate.family = &family;
+  RunOptions options;
+  options.fixtures_dir = kFixtures;
+  options.backend = &backend;
+  return run_gate(gate, options);
+}
+
+TEST(GateCanFail, ABf16FamilyGateJudgesByTheClassNoiseAndSeesA1PercentBias) {
+  ASSERT_TRUE(registered("gdn2.cuda-tc.t64-c64.fwd").family->noise_bars());
+  const Broken clean("cpu-chunk",
+                     [](const KernelShape&, Buffers&, Buffers&, ExecutionRecord&, bool) {});
+  const GateResult green = run_as_bf16_family(clean);
+  EXPECT_EQ(green.verdict, gates::Verdict::pass) << ::testing::PrintToString(green.reasons);
+  EXPECT_EQ(green.bars.at("precision"), "bf16");
+  EXPECT_TRUE(green.bars.contains("noise")) << "the report holds the noise model behind the bars";
+  EXPECT_GT(term(green.terms, "o").bar, 2e-3) << "the bf16 bar, not cuda-chunk's f32 one";
+
+  const Broken scaled(
+      "cpu-chunk", [](const KernelShape&, Buffers&, Buffers& out, ExecutionRecord&, bool before) {
+        if (!before)
+          for (float& x : out.at("o")) x *= 1.01f;
+      });
+  const GateResult red = run_as_bf16_family(scaled);
+  EXPECT_EQ(red.verdict, gates::Verdict::fail);
+  const auto& o = term(red.terms, "o");
+  EXPECT_EQ(o.status, TermStatus::fail);
+  EXPECT_LT(o.rel, o.bar) << "under the max-error bar: only the bias band sees it";
+  EXPECT_EQ(term(red.terms, "ht").status, TermStatus::pass);
+}
+
 }  // namespace
 }  // namespace deltaproof::gates

@@ -193,6 +193,41 @@ TEST(Contract, CudaChunkTakesDeterministicContractsAndCudaRecurrentNone) {
   }
 }
 
+// cuda-tc computes in the bf16 class and refuses what it cannot run, each
+// with a sentence naming itself, before the GPU is looked for: another
+// class's contract, a chunk size but 64, K or V past 128, the backward.
+TEST(Contract, CudaTcRefusesWhatItCannotRunBeforeLookingForAGpu) {
+  const auto names = kernels::backend_names();
+  if (std::find(names.begin(), names.end(), "cuda-tc") == names.end())
+    GTEST_SKIP() << "built without the CUDA backends";
+  const Case c = make_case(Op::gdn2, DType::F32, 40, 16);
+  KernelShape s = c.shape;
+  s.chunk = 64;
+  kernels::ExecutionRecord record;
+  auto message = [&](const KernelShape& shape, Phase phase) {
+    Buffers out = kernels::allocate_outputs(shape, phase, 0.0f);
+    try {
+      kernels::find_backend("cuda-tc").run(shape, c.inputs, phase, out, record);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("ran");
+  };
+  auto contains = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  KernelShape tf32 = s;
+  tf32.contract.precision = Precision::tf32;
+  EXPECT_PRED2(contains, message(tf32, Phase::fwd), "cuda-tc computes in the bf16 class");
+  KernelShape chunk16 = s;
+  chunk16.chunk = 16;
+  EXPECT_PRED2(contains, message(chunk16, Phase::fwd), "the chunk size must be 64");
+  EXPECT_PRED2(contains, message(s, Phase::bwd), "cuda-tc has no backward yet");
+  if (!kernels::gpu_available()) {
+    EXPECT_PRED2(contains, message(s, Phase::fwd), "needs a CUDA GPU");
+  }
+}
+
 TEST(NoiseBars, Bf16ScalingOneTermBy1PercentIsRedAndNamesTheTerm) {
   const Case& c = bf16_case();
   const NoiseModel model =

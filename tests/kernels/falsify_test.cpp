@@ -80,5 +80,17 @@ TEST(FaultSwitch, NoneIsTheCleanKernel) {
   EXPECT_THROW(kernels::set_active_fault("no-such-fault"), InputError);
 }
 
+// A gate's reference machinery runs with the fault under test switched off
+// for its scope (kernels::FaultSuspended), and the fault is back after it.
+TEST(FaultSwitch, SuspendedForAScopeAndBackAfterIt) {
+  kernels::set_active_fault("state-not-carried");
+  {
+    const kernels::FaultSuspended clean;
+    EXPECT_EQ(kernels::active_fault(), kernels::Fault::none);
+  }
+  EXPECT_EQ(kernels::active_fault(), kernels::Fault::state_not_carried);
+  kernels::set_active_fault("none");
+}
+
 }  // namespace
 }  // namespace deltaproof::testing

@@ -1,0 +1,110 @@
+// kernels/cuda/mma.cuh — the tensor-core layer of cuda-tc: one warp's
+// mma.sync m16n8k16 (bf16 operands, f32 accumulation, sm_80 and later), its
+// fragments read from shared memory, and the map from a fragment register to
+// the (row, column) of the tile it holds. PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type".
+//
+// Every operand sits in shared memory with its reduction index contiguous: an
+// A operand as [m][k] (row-major), a B operand as B^T, [n][k]. Two bf16 of one
+// row then make one 32-bit register of a fragment. A row stride of a multiple
+// of 8 plus 8 elements (16 bytes of padding) puts the eight rows a fragment
+// load touches in different banks.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace deltaproof::kernels::cuda::mma {
+
+using bf16 = __nv_bfloat16;
+
+// The tile shape of one instruction: m16 n8 k16.
+inline constexpr int kM = 16, kN = 8, kK = 16;
+// The padding of a shared operand's rows, in elements.
+inline constexpr int kPad = 8;
+
+// The lane's place in a fragment: group g = lane / 4 picks the row (A, C) or
+// column (B); t = lane % 4 picks the pair of reduction indices (2t, 2t + 1).
+struct Lane {
+  int g, t;
+};
+__device__ inline Lane lane() {
+  const int l = static_cast<int>(threadIdx.x) % 32;
+  return {l / 4, l % 4};
+}
+
+// Two floats as a bf16 pair, rounded to nearest even; lo in the low half (the
+// lower index of the pair, as the fragments expect).
+__device__ inline std::uint32_t pack(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+__device__ inline std::uint32_t load_pair(const bf16* at) {
+  return *reinterpret_cast<const std::uint32_t*>(at);
+}
+
+// A 16 x 16 tile of A at (row0, col0) of a row-major [m][k] array (stride ld).
+struct FragA {
+  std::uint32_t r[4];
+};
+__device__ inline FragA load_a(const bf16* a, int ld, int row0, int col0) {
+  const Lane l = lane();
+  const bf16* p = a + (row0 + l.g) * ld + col0 + 2 * l.t;
+  return {{load_pair(p), load_pair(p + 8 * ld), load_pair(p + 8), load_pair(p + 8 * ld + 8)}};
+}
+
+// A 16 x 8 tile of B at (k0, n0), from B^T stored row-major [n][k] (stride ld).
+struct FragB {
+  std::uint32_t r[2];
+};
+__device__ inline FragB load_b(const bf16* bt, int ld, int n0, int k0) {
+  const Lane l = lane();
+  const bf16* p = bt + (n0 + l.g) * ld + k0 + 2 * l.t;
+  return {{load_pair(p), load_pair(p + 8)}};
+}
+
+// The 16 x 8 accumulator tile: c[0], c[1] at row g, columns 2t and 2t + 1;
+// c[2], c[3] at row g + 8, the same columns.
+struct Acc {
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+};
+__device__ inline int acc_row(const Lane& l, int i) { return l.g + (i >= 2 ? 8 : 0); }
+__device__ inline int acc_col(const Lane& l, int i) { return 2 * l.t + (i & 1); }
+
+// d += a b, f32 accumulation.
+__device__ inline void mma(Acc& d, const FragA& a, const FragB& b) {
+#ifdef __CUDA_ARCH__
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d.c[0]), "+f"(d.c[1]), "+f"(d.c[2]), "+f"(d.c[3])
+      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+#else
+  (void)d, (void)a, (void)b;
+#endif
+}
+
+// 16 bytes from global to shared memory without passing through registers
+// (cp.async, sm_80); commit and wait group them.
+__device__ inline void copy_async_16(void* shared, const void* global) {
+#ifdef __CUDA_ARCH__
+  const auto s = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(global));
+#else
+  (void)shared, (void)global;
+#endif
+}
+__device__ inline void copy_async_commit() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ inline void copy_async_wait_all() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
+
+}  // namespace deltaproof::kernels::cuda::mma

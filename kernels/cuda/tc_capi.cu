@@ -1,0 +1,67 @@
+// kernels/cuda/tc_capi.cu — cuda-tc's forward as a C function on device
+// pointers, built as a shared library (libdeltaproof_tc.so) so that a script
+// can run it on the same tensors as another kernel in one process and time
+// both with CUDA events (scripts/tc_vs_fla.py). The inputs are in gdn2 form
+// and FLA's layout (q k g b [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]); o and ht
+// are f32. No allocation and no synchronisation: the caller owns the scratch
+// (deltaproof_tc_scratch_bytes) and the stream.
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/tc.hpp"
+
+extern "C" {
+
+struct deltaproof_tc_problem {
+  int B, T, H, K, V;
+  float scale;
+  int bf16_inputs;  // 1: q k v g b w are bf16; 0: f32
+  const void *q, *k, *v, *g, *b, *w;
+  const float* h0;
+  float* o;
+  float* ht;
+};
+
+namespace {
+deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_problem& c) {
+  deltaproof::kernels::cuda::DeviceProblem p;
+  p.B = c.B, p.T = c.T, p.H = c.H, p.K = c.K, p.V = c.V, p.chunk = 64, p.scale = c.scale;
+  p.input = c.bf16_inputs ? deltaproof::kernels::cuda::InputType::bf16
+                          : deltaproof::kernels::cuda::InputType::f32;
+  p.q = c.q, p.k = c.k, p.v = c.v, p.g = c.g, p.b = c.b, p.w = c.w, p.h0 = c.h0;
+  p.o = c.o, p.ht = c.ht;
+  return p;
+}
+}  // namespace
+
+// Bytes of scratch the forward needs; 0 when the shape is not supported.
+std::size_t deltaproof_tc_scratch_bytes(const deltaproof_tc_problem* problem) {
+  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->K, problem->V, 64).empty()) return 0;
+  return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem));
+}
+
+// Launches the forward on `stream` (a cudaStream_t, or null); `stages` picks
+// its kernels (1 fwd.intra, 2 fwd.inter, 4 fwd.output; 7 all), so that each
+// can be timed alone on scratch a whole run filled. Returns 0, or 1 with a
+// sentence in `error` (at most error_size bytes).
+int deltaproof_tc_forward(const deltaproof_tc_problem* problem, void* scratch, void* stream,
+                          unsigned stages, char* error, std::size_t error_size) {
+  try {
+    const std::string why =
+        deltaproof::kernels::cuda::TcConfig::supports(problem->K, problem->V, 64);
+    if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
+    const auto p = device_problem(*problem);
+    deltaproof::kernels::cuda::launch_tc_forward(
+        p, deltaproof::kernels::cuda::carve_tc_scratch(p, scratch),
+        static_cast<CUstream_st*>(stream), nullptr, false, stages);
+    return 0;
+  } catch (const std::exception& e) {
+    if (error && error_size) std::snprintf(error, error_size, "%s", e.what());
+    return 1;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""cuda-tc beside FLA's Triton kernels, on the same inputs, in one process, timed
+with CUDA events (docs/PERFORMANCE.md's side-by-side table).
+
+Usage (on a machine with an NVIDIA GPU, torch and triton, FLA's `fla` package on
+PYTHONPATH, e.g. a copy of its fla/ folder in .fla/):
+    python3 scripts/tc_vs_fla.py --lib build/lib/libdeltaproof_tc.so \\
+        [--ops gdn2 kda] [--B 4 --T 4096 --H 16 --K 128 --V 128] [--repeats 20] [--json OUT]
+
+For each op: three input sets in bf16 (q, k l2-normalised; g uniform in [-0.1, -0.001],
+log-decay per token and channel (kda: per token, channel-wise too, as FLA's kda takes it);
+b, w or beta uniform in [0.05, 0.95]; h0 f32), each several times the L2, rotated call by
+call. FLA takes g and h0 as float32 (what its tests pass; the same values), cuda-tc takes
+every input in bf16 and kda in gdn2 form (beta broadcast into b and w before timing).
+
+What it prints and writes:
+  - first call: the wall time of each kernel's very first call (FLA's includes Triton's
+    compile and autotune; cuda-tc's its module load), synchronised;
+  - the median (and min, max) of --repeats calls after warm-up (FLA autotuned first),
+    CUDA events around each call; FLA forward, FLA forward+backward, cuda-tc forward;
+  - the ratio cuda-tc / FLA, nominal TFLOP/s and GB/s against the H200's limits;
+  - agreement: cuda-tc's o and ht against FLA's on the same inputs (max|a-b| / max|b|),
+    a cross-check that both computed the same function.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+H200_BF16_TFLOPS = 989.0  # dense, the vendor's datasheet (H200 SXM)
+H200_HBM_TBPS = 4.8       # the vendor's datasheet
+
+
+class Problem(ctypes.Structure):
+    _fields_ = [("B", ctypes.c_int), ("T", ctypes.c_int), ("H", ctypes.c_int),
+                ("K", ctypes.c_int), ("V", ctypes.c_int), ("scale", ctypes.c_float),
+                ("bf16_inputs", ctypes.c_int),
+                ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+                ("g", ctypes.c_void_p), ("b", ctypes.c_void_p), ("w", ctypes.c_void_p),
+                ("h0", ctypes.c_void_p), ("o", ctypes.c_void_p), ("ht", ctypes.c_void_p)]
+
+
+def nominal_flops(B, T, H, K, V, C=64):
+    """The chunked algorithm's matrix work, as bench/cuda_bench.cpp counts it (forward)."""
+    c, k, v = C, K, V
+    per_chunk = 2 * (c * c * k * 2 + c * c * c / 3 + c * c * (v + k) + c * k * v * 3 + c * c * v)
+    return per_chunk * B * H * math.ceil(T / C)
+
+
+def minimum_bytes(B, T, H, K, V, kda):
+    """Each input read once (bf16; kda's beta once per token), o written once (bf16), h0 and
+    ht once (f32): the fewest bytes a forward must move."""
+    tk, tv, state = B * T * H * K, B * T * H * V, B * H * K * V
+    gates = B * T * H if kda else tk + tv
+    return 2 * (3 * tk + tv + gates + tv) + 4 * 2 * state
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lib", required=True, help="libdeltaproof_tc.so (build/lib)")
+    ap.add_argument("--ops", nargs="+", default=["gdn2", "kda"], choices=["gdn2", "kda"])
+    for name, default in (("B", 4), ("T", 4096), ("H", 16), ("K", 128), ("V", 128)):
+        ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--sets", type=int, default=3, help="input sets rotated call by call")
+    ap.add_argument("--no-backward", action="store_true", help="time FLA's forward only")
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args()
+
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("tc_vs_fla.py: no CUDA device")
+    if not os.path.exists(args.lib):
+        sys.exit(f"tc_vs_fla.py: {args.lib} does not exist (build the deltaproof_tc target)")
+    lib = ctypes.CDLL(os.path.abspath(args.lib))
+    lib.deltaproof_tc_scratch_bytes.restype = ctypes.c_size_t
+    lib.deltaproof_tc_scratch_bytes.argtypes = [ctypes.POINTER(Problem)]
+    lib.deltaproof_tc_forward.restype = ctypes.c_int
+    lib.deltaproof_tc_forward.argtypes = [ctypes.POINTER(Problem), ctypes.c_void_p,
+                                          ctypes.c_void_p, ctypes.c_uint, ctypes.c_char_p,
+                                          ctypes.c_size_t]
+    import fla
+    from fla.ops.gdn2 import chunk_gdn2
+    from fla.ops.kda import chunk_kda
+
+    B, T, H, K, V = args.B, args.T, args.H, args.K, args.V
+    scale = K ** -0.5
+    dev = torch.device("cuda")
+    bf = torch.bfloat16
+    props = torch.cuda.get_device_properties(0)
+    print(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}, "
+          f"fla {getattr(fla, '__version__', '?')}; B{B} T{T} H{H} K{K} V{V} bf16")
+
+    def make_set(op, seed):
+        gen = torch.Generator(device=dev).manual_seed(seed)
+        def normal(*shape):
+            return torch.randn(*shape, generator=gen, device=dev, dtype=torch.float32)
+        def uniform(lo, hi, *shape):
+            return lo + (hi - lo) * torch.rand(*shape, generator=gen, device=dev)
+        x = {}
+        x["q"] = torch.nn.functional.normalize(normal(B, T, H, K), dim=-1).to(bf)
+        x["k"] = torch.nn.functional.normalize(normal(B, T, H, K), dim=-1).to(bf)
+        x["v"] = normal(B, T, H, V).to(bf)
+        x["g"] = uniform(-0.1, -0.001, B, T, H, K).to(bf)
+        if op == "kda":
+            x["beta"] = uniform(0.05, 0.95, B, T, H).to(bf)
+            x["b"] = x["beta"][..., None].expand(B, T, H, K).contiguous()
+            x["w"] = x["beta"][..., None].expand(B, T, H, V).contiguous()
+        else:
+            x["b"] = uniform(0.05, 0.95, B, T, H, K).to(bf)
+            x["w"] = uniform(0.05, 0.95, B, T, H, V).to(bf)
+        x["h0"] = 0.1 * normal(B, H, K, V)
+        x["do"] = normal(B, T, H, V).to(bf)
+        x["dht"] = 0.1 * normal(B, H, K, V)
+        return x
+
+    scratch_cache = {}
+    def tc_forward(x, o, ht, stages=7):
+        p = Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
+                    x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(), x["w"].data_ptr(),
+                    x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
+        size = lib.deltaproof_tc_scratch_bytes(ctypes.byref(p))
+        if size == 0:
+            sys.exit(f"tc_vs_fla.py: cuda-tc does not run K={K} V={V}")
+        if size not in scratch_cache:
+            scratch_cache[size] = torch.empty(size, dtype=torch.uint8, device=dev)
+        error = ctypes.create_string_buffer(512)
+        stream = torch.cuda.current_stream().cuda_stream
+        if lib.deltaproof_tc_forward(ctypes.byref(p), scratch_cache[size].data_ptr(), stream,
+                                     stages, error, 512) != 0:
+            sys.exit(f"tc_vs_fla.py: cuda-tc: {error.value.decode()}")
+
+    def fla_call(op, x, backward):
+        g = x["g"].float()
+        h0 = x["h0"]
+        if backward:
+            leaves = {n: x[n].detach().clone().requires_grad_()
+                      for n in (["q", "k", "v", "beta"] if op == "kda" else
+                                ["q", "k", "v", "b", "w"])}
+            g = g.detach().clone().requires_grad_()
+            h0 = h0.detach().clone().requires_grad_()
+        else:
+            leaves = {n: x[n] for n in ("q", "k", "v", "b", "w", "beta") if n in x}
+        common = dict(scale=scale, initial_state=h0, output_final_state=True,
+                      use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False)
+        if op == "kda":
+            o, ht = chunk_kda(leaves["q"], leaves["k"], leaves["v"], g, leaves["beta"], **common)[:2]
+        else:
+            o, ht = chunk_gdn2(leaves["q"], leaves["k"], leaves["v"], g, leaves["b"],
+                               leaves["w"], **common)[:2]
+        if backward:
+            torch.autograd.backward([o, ht], [x["do"], x["dht"]])
+        return o, ht
+
+    def timed(fn, sets):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for i in range(args.repeats):
+            x = sets[i % len(sets)]
+            start.record()
+            fn(x)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        return {"median_ms": statistics.median(times), "min_ms": min(times),
+                "max_ms": max(times), "repeats": args.repeats}
+
+    rows = []
+    for op in args.ops:
+        sets = [make_set(op, 1000 * (op == "kda") + s) for s in range(args.sets)]
+        o_tc = torch.empty(B, T, H, V, dtype=torch.float32, device=dev)
+        ht_tc = torch.empty(B, H, K, V, dtype=torch.float32, device=dev)
+        torch.cuda.synchronize()
+
+        start = time.perf_counter()
+        tc_forward(sets[0], o_tc, ht_tc)
+        torch.cuda.synchronize()
+        tc_first = time.perf_counter() - start
+        start = time.perf_counter()
+        with torch.no_grad():
+            o_fla, ht_fla = fla_call(op, sets[0], False)
+        torch.cuda.synchronize()
+        fla_first = time.perf_counter() - start
+        fla_first_bwd = None
+        if not args.no_backward:
+            start = time.perf_counter()
+            fla_call(op, sets[0], True)
+            torch.cuda.synchronize()
+            fla_first_bwd = time.perf_counter() - start
+
+        # agreement on set 0 (both are bf16-class kernels: expect ~1e-2 at most)
+        o_poison = torch.full_like(o_tc, float("nan"))
+        tc_forward(sets[0], o_poison, ht_tc)
+        torch.cuda.synchronize()
+        unwritten = int(torch.isnan(o_poison).sum())
+        agree = {name: float((a.float() - b.float()).abs().max() / b.float().abs().max())
+                 for name, a, b in (("o", o_poison, o_fla), ("ht", ht_tc, ht_fla))}
+
+        # warm-up (FLA autotunes on its first calls), then the timed calls
+        for _ in range(3):
+            with torch.no_grad():
+                fla_call(op, sets[0], False)
+            tc_forward(sets[0], o_tc, ht_tc)
+        torch.cuda.synchronize()
+        with torch.no_grad():
+            fla_fwd = timed(lambda x: fla_call(op, x, False), sets)
+        tc_fwd = timed(lambda x: tc_forward(x, o_tc, ht_tc), sets)
+        # each stage alone, on the scratch the last whole run left (one input set: the
+        # stages must read what the run before them wrote)
+        tc_stages = {name: timed(lambda x: tc_forward(sets[0], o_tc, ht_tc, bit), sets)
+                     for name, bit in (("fwd.intra", 1), ("fwd.inter", 2), ("fwd.output", 4))}
+        fla_bwd = None
+        if not args.no_backward:
+            for _ in range(2):
+                fla_call(op, sets[0], True)
+            fla_bwd = timed(lambda x: fla_call(op, x, True), sets)
+
+        flops = nominal_flops(B, T, H, K, V)
+        nbytes = minimum_bytes(B, T, H, K, V, op == "kda")
+        def rates(ms):
+            return {"TFLOPs": flops / (ms * 1e-3) / 1e12, "GBps": nbytes / (ms * 1e-3) / 1e9}
+        row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
+               "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
+                                "fla fwd+bwd": fla_first_bwd},
+               "cuda-tc fwd": {**tc_fwd, **rates(tc_fwd["median_ms"])},
+               "fla fwd": {**fla_fwd, **rates(fla_fwd["median_ms"])},
+               "fla fwd+bwd": fla_bwd,
+               "cuda-tc stages": tc_stages,
+               "ratio fwd (cuda-tc / fla)": tc_fwd["median_ms"] / fla_fwd["median_ms"],
+               "agreement with fla (max|a-b|/max|b|)": agree,
+               "cuda-tc unwritten o elements": unwritten,
+               "nominal_flops_fwd": flops, "minimum_bytes_fwd": nbytes}
+        rows.append(row)
+        print(f"\n{op}: first call cuda-tc {tc_first:.3f} s, FLA fwd {fla_first:.1f} s"
+              + (f", FLA fwd+bwd {fla_first_bwd:.1f} s" if fla_first_bwd is not None else ""))
+        print(f"{op}: agreement with FLA: o {agree['o']:.2e}, ht {agree['ht']:.2e}; "
+              f"unwritten o: {unwritten}")
+        for name, r in (("fla fwd", fla_fwd), ("cuda-tc fwd", tc_fwd)):
+            rr = rates(r["median_ms"])
+            print(f"{op}: {name:12s} median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}, max "
+                  f"{r['max_ms']:.3f}); {rr['TFLOPs']:.1f} TFLOP/s "
+                  f"({100 * rr['TFLOPs'] / H200_BF16_TFLOPS:.1f}% of {H200_BF16_TFLOPS:.0f}), "
+                  f"{rr['GBps']:.0f} GB/s ({100 * rr['GBps'] / 1e3 / H200_HBM_TBPS:.1f}% of "
+                  f"{H200_HBM_TBPS} TB/s)")
+        print(f"{op}: cuda-tc stages alone: " + ", ".join(
+            f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
+        if fla_bwd:
+            print(f"{op}: fla fwd+bwd  median {fla_bwd['median_ms']:.3f} ms")
+        print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
+        del sets
+        torch.cuda.empty_cache()
+
+    if args.json:
+        out = {"device": props.name, "torch": torch.__version__,
+               "fla": getattr(fla, "__version__", "?"), "rows": rows,
+               "method": "CUDA events around each call, median of --repeats after warm-up, "
+                         f"{args.sets} input sets rotated; FLA fully autotuned"}
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=2)
+        os.replace(tmp, args.json)
+
+
+if __name__ == "__main__":
+    main()
