@@ -478,20 +478,25 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_commit();
   };
 
+  // The warp's part of S, and body(element, k, j) for each of its elements:
+  // row k of the state, column j of the block's tile.
   Acc S[kMT][kNT];
-  auto load_h0 = [&] {
-    const bool ignored = DP_FAULT(p.faults, h0_ignored);
+  auto for_state = [&](auto body) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int k = warp * kRows + mt * mma::kM + mma::acc_row(l, e);
-          const int v = v0 + nt * mma::kN + mma::acc_col(l, e);
-          S[mt][nt].c[e] =
-              !ignored && k < p.K && v < p.V ? p.h0[state_offset(p.H, p.K, p.V, b, h, k, v)] : 0.0f;
-        }
+        for (int e = 0; e < 4; ++e)
+          body(S[mt][nt].c[e], warp * kRows + mt * mma::kM + mma::acc_row(l, e),
+               nt * mma::kN + mma::acc_col(l, e));
+  };
+  auto load_h0 = [&] {
+    const bool ignored = DP_FAULT(p.faults, h0_ignored);
+    for_state([&](float& x, int k, int j) {
+      const int v = v0 + j;
+      x = !ignored && k < p.K && v < p.V ? p.h0[state_offset(p.H, p.K, p.V, b, h, k, v)] : 0.0f;
+    });
   };
   load_h0();
   fetch(0, buffer(0));
@@ -504,16 +509,8 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     if (c + 1 < num_chunks) fetch(c + 1, buffer((c + 1) & 1));
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
-      // S0 as the products read it (bf16), transposed; stored for fwd.output.
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int k = warp * kRows + mt * mma::kM + mma::acc_row(l, e);
-          ST[(nt * mma::kN + mma::acc_col(l, e)) * L::kW + k] = to_bf16(S[mt][nt].c[e]);
-        }
+    // S0 as the products read it (bf16), transposed; stored for fwd.output.
+    for_state([&](float& x, int k, int j) { ST[j * L::kW + k] = to_bf16(x); });
     __syncthreads();
     for (int idx = tid; idx < kVT * KP / 8; idx += blockDim.x) {
       const int v = idx / (KP / 8), x = idx % (KP / 8) * 8;
@@ -545,13 +542,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     }
 
     // S_end = Diag(exp G_C) S0 + Kdec^T U.
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          S[mt][nt].c[e] *= in.decay_end[warp * kRows + mt * mma::kM + mma::acc_row(l, e)];
+    for_state([&](float& x, int k, int) { x *= in.decay_end[k]; });
 #pragma unroll
     for (int ks = 0; ks < kC / mma::kK; ++ks)
 #pragma unroll
@@ -563,16 +554,10 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
       }
   }
 
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int k = warp * kRows + mt * mma::kM + mma::acc_row(l, e);
-        const int v = v0 + nt * mma::kN + mma::acc_col(l, e);
-        if (k < p.K && v < p.V) p.ht[state_offset(p.H, p.K, p.V, b, h, k, v)] = S[mt][nt].c[e];
-      }
+  for_state([&](float& x, int k, int j) {
+    const int v = v0 + j;
+    if (k < p.K && v < p.V) p.ht[state_offset(p.H, p.K, p.V, b, h, k, v)] = x;
+  });
 }
 
 // ---------------------------------------------------------------------------
