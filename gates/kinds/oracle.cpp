@@ -120,11 +120,13 @@ void run_oracle(const KindContext& c, GateResult& r) {
                              ? reference_of_other_seed(f.file, c.fixture_path.string(), gate.phase)
                              : f.reference;
   if (gate.family->noise_bars()) {
-    // the class's noise on this fixture sets each term's bar and bias band;
-    // its ensemble (cpu-chunk) must not see a kernel fault under test
+    // the class's noise on this fixture sets each term's bar and bias band,
+    // measured against the fixture's own reference: its ensemble (cpu-chunk)
+    // must see neither a kernel fault under test nor a reference the gate
+    // itself got wrong (the instrument fault reference-other-seed)
     const NoiseModel noise = [&] {
       const kernels::FaultSuspended clean;
-      return measure_noise(f.job.shape, f.job.inputs, gate.phase, reference,
+      return measure_noise(f.job.shape, f.job.inputs, gate.phase, f.reference,
                            gate.family->precision);
     }();
     r.terms = judge_against_noise(f.job.shape, gate.phase, noise, candidate, reference);
