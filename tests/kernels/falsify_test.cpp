@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "gates/instrument_faults.hpp"
+#include "gates/registry.hpp"
+#include "gates/runner.hpp"
 #include "kernels/faults.hpp"
 #include "tests/kernels/bars.hpp"
 #include "tests/kernels/fixture_compare.hpp"
@@ -90,6 +93,41 @@ TEST(FaultSwitch, SuspendedForAScopeAndBackAfterIt) {
   }
   EXPECT_EQ(kernels::active_fault(), kernels::Fault::state_not_carried);
   kernels::set_active_fault("none");
+}
+
+// A gate of the bf16 class (cuda-tc's family, run here with cpu-chunk in
+// cuda-tc's place: no GPU needed) draws its bars from the class's noise on the
+// fixture. Two ways that noise could hide a fault, each seen on the H200 in
+// cuda-tc's first campaign (reports/gpu/1cb76fd): the ensemble (cpu-chunk)
+// sharing the kernel fault under test, and the ensemble measured against the
+// reference the gate got wrong. Each fault must turn the gate red; clean, green.
+gates::GateResult run_bf16_gate(const std::string& name, const std::string& fault) {
+  static const std::vector<gates::Gate> all =
+      gates::all_gates(std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures");
+  const gates::Gate* found = nullptr;
+  for (const auto& g : all) found = g.name == name ? &g : found;
+  if (!found) throw std::runtime_error("no gate " + name);
+  gates::Family family = *found->family;
+  family.needs_gpu = false;
+  family.fwd_stages = {"fwd.intra", "fwd.inter"};  // cpu-chunk's
+  gates::Gate gate = *found;
+  gate.family = &family;
+  gates::RunOptions options;
+  options.fixtures_dir = std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
+  options.backend = &kernels::find_backend("cpu-chunk");
+  gates::set_active_fault(fault);
+  gates::GateResult r = gates::run_gate(gate, options);
+  gates::set_active_fault("none");
+  return r;
+}
+
+TEST(Bf16FamilyGate, TheClassNoiseSeesNeitherTheKernelFaultNorTheWrongReference) {
+  const std::string gate = "gdn2.cuda-tc.t65-c64-k8-mild.fwd";
+  EXPECT_TRUE(run_bf16_gate(gate, "none").passed());
+  for (const char* fault : {"state-not-carried", "h0-ignored", "reference-other-seed"}) {
+    const gates::GateResult r = run_bf16_gate(gate, fault);
+    EXPECT_EQ(r.verdict, gates::Verdict::fail) << fault << " survived " << gate;
+  }
 }
 
 }  // namespace
