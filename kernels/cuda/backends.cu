@@ -190,9 +190,10 @@ class CudaBackend final : public Backend {
               "backend {} computes in the bf16 class (bf16 operands on the tensor cores, "
               "nearest-even); it cannot run the {} contract.",
               name_, precision_name(s.contract.precision)));
-        if (const std::string why = cuda::TcConfig::supports(s.K, s.V, s.chunk); !why.empty())
-          throw InputError(fmt::format("backend {} cannot run K={} V={} chunk {}: {}.", name_, s.K,
-                                       s.V, s.chunk, why));
+        if (const std::string why = cuda::TcConfig::supports(s.B, s.H, s.K, s.V, s.chunk);
+            !why.empty())
+          throw InputError(fmt::format("backend {} cannot run B={} H={} K={} V={} chunk {}: {}.",
+                                       name_, s.B, s.H, s.K, s.V, s.chunk, why));
         if (phase == Phase::bwd)
           throw InputError(fmt::format(
               "backend {} has no backward yet (issue 13): run it with --phase fwd.", name_));

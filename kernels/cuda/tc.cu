@@ -650,13 +650,15 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
     CUDA_CHECK(cudaGetLastError(), what, p);
     if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
   };
-  static bool ready = false;  // one instantiation per (In, KP, VP): its attributes set once
-  if (!ready) {
+  // one instantiation per (In, KP, VP): its attributes set once, by whichever
+  // thread comes first (a static's initialisation; retried if it threw)
+  static const bool ready = [&] {
     allow_shared(tc_fwd_intra<In, KP, VP>, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
     allow_shared(tc_fwd_state<KP, VP>, StateLayout<KP>::kBytes, "tc_fwd_state", p);
     allow_shared(tc_fwd_output<KP, VP>, OutputLayout<KP, VP>::kBytes, "tc_fwd_output", p);
-    ready = true;
-  }
+    return true;
+  }();
+  (void)ready;
   if (stages & kTcIntra) {
     tc_fwd_intra<In, KP, VP>
         <<<chunk_grid, TcConfig::kIntraThreads, IntraLayout<KP, VP>::kBytes, stream>>>(p, s,
@@ -707,10 +709,12 @@ ScratchSizes scratch_sizes(const DeviceProblem& p) {
 
 }  // namespace
 
-std::string TcConfig::supports(int K, int V, int chunk) {
+std::string TcConfig::supports(int B, int H, int K, int V, int chunk) {
   if (K < 1 || K > kMaxDim || V < 1 || V > kMaxDim)
     return "K and V must be from 1 to " + std::to_string(kMaxDim);
   if (chunk != kChunk) return "the chunk size must be " + std::to_string(kChunk);
+  if (static_cast<long long>(B) * H > kMaxHeads)
+    return "B*H must be at most " + std::to_string(kMaxHeads) + " (a grid's y)";
   return "";
 }
 

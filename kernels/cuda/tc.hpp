@@ -23,9 +23,10 @@ struct TcConfig {
   static constexpr int kStateThreads = 128;   // fwd.inter: 4 warps, each a quarter of K
   static constexpr int kOutputThreads = 256;  // fwd.output: 8 warps
   static constexpr int kVTile = 32;           // state columns per fwd.inter block
-  // Why cuda-tc cannot run a K x V state at this chunk size, as the words of a
-  // sentence, or "" when it can.
-  static std::string supports(int K, int V, int chunk);
+  static constexpr int kMaxHeads = 65535;     // B*H at most (grid y)
+  // Why cuda-tc cannot run B x H heads of a K x V state at this chunk size, as
+  // the words of a sentence, or "" when it can.
+  static std::string supports(int B, int H, int K, int V, int chunk);
 };
 
 // The scratch the stages hand each other, one slab per (b, h, chunk), in

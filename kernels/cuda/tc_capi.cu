@@ -39,7 +39,10 @@ deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_prob
 
 // Bytes of scratch the forward needs; 0 when the shape is not supported.
 std::size_t deltaproof_tc_scratch_bytes(const deltaproof_tc_problem* problem) {
-  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->K, problem->V, 64).empty()) return 0;
+  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->B, problem->H, problem->K, problem->V,
+                                                     64)
+           .empty())
+    return 0;
   return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem));
 }
 
@@ -50,8 +53,8 @@ std::size_t deltaproof_tc_scratch_bytes(const deltaproof_tc_problem* problem) {
 int deltaproof_tc_forward(const deltaproof_tc_problem* problem, void* scratch, void* stream,
                           unsigned stages, char* error, std::size_t error_size) {
   try {
-    const std::string why =
-        deltaproof::kernels::cuda::TcConfig::supports(problem->K, problem->V, 64);
+    const std::string why = deltaproof::kernels::cuda::TcConfig::supports(
+        problem->B, problem->H, problem->K, problem->V, 64);
     if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
     const auto p = device_problem(*problem);
     deltaproof::kernels::cuda::launch_tc_forward(

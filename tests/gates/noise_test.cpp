@@ -195,7 +195,8 @@ TEST(Contract, CudaChunkTakesDeterministicContractsAndCudaRecurrentNone) {
 
 // cuda-tc computes in the bf16 class and refuses what it cannot run, each
 // with a sentence naming itself, before the GPU is looked for: another
-// class's contract, a chunk size but 64, K or V past 128, the backward.
+// class's contract, a chunk size but 64, K or V past 128, B*H past a grid, the
+// backward.
 TEST(Contract, CudaTcRefusesWhatItCannotRunBeforeLookingForAGpu) {
   const auto names = kernels::backend_names();
   if (std::find(names.begin(), names.end(), "cuda-tc") == names.end())
@@ -223,6 +224,15 @@ TEST(Contract, CudaTcRefusesWhatItCannotRunBeforeLookingForAGpu) {
   chunk16.chunk = 16;
   EXPECT_PRED2(contains, message(chunk16, Phase::fwd), "the chunk size must be 64");
   EXPECT_PRED2(contains, message(s, Phase::bwd), "cuda-tc has no backward yet");
+  KernelShape many_heads = s;  // refused before any buffer is touched
+  many_heads.H = 70000;
+  Buffers none;
+  try {
+    kernels::find_backend("cuda-tc").run(many_heads, c.inputs, Phase::fwd, none, record);
+    ADD_FAILURE() << "B*H = 70000 ran";
+  } catch (const InputError& e) {
+    EXPECT_PRED2(contains, e.what(), "B*H must be at most 65535");
+  }
   if (!kernels::gpu_available()) {
     EXPECT_PRED2(contains, message(s, Phase::fwd), "needs a CUDA GPU");
   }
