@@ -19,7 +19,7 @@ expect 0 '^28 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by
   'oracle-double-exp +oracle +generator' -- falsify list
 
 # a campaign of three faults over both CPU backends, with a report
-expect 0 'baseline cpu-chunk: 173 gates' 'clean 173/173 green, poison 173/173 red' \
+expect 0 'baseline cpu-chunk: 176 gates' 'clean 176/176 green, poison 176/176 red' \
   'dg-sign-flipped +cpu-chunk +Killed +[a-z0-9.-]+\.bwd dg margin' \
   'dg-sign-flipped +cpu-recurrent +Killed' 'oracle-double-exp +oracle +Killed' \
   'layout-swapped +cpu-recurrent +Killed' 'tracked files unchanged' '^verdict PASS' -- \
