@@ -188,8 +188,8 @@ class CudaBackend final : public Backend {
              s.contract.rounding != Rounding::nearest_even))
           throw InputError(fmt::format(
               "backend {} computes in the bf16 class (bf16 operands on the tensor cores, "
-              "nearest-even); it cannot run the {} contract.",
-              name_, precision_name(s.contract.precision)));
+              "nearest-even); it cannot run the {} contract with {} rounding.",
+              name_, precision_name(s.contract.precision), rounding_name(s.contract.rounding)));
         if (const std::string why = cuda::TcConfig::supports(s.B, s.H, s.K, s.V, s.chunk);
             !why.empty())
           throw InputError(fmt::format("backend {} cannot run B={} H={} K={} V={} chunk {}: {}.",
