@@ -69,6 +69,8 @@ std::vector<EnsembleMember> ensemble_members(Precision precision, int chunk) {
     PrecisionContract f32_outputs = nearest;
     f32_outputs.outputs = false;
     members.push_back({"outputs kept f32", f32_outputs, chunk});
+    // an f32 fixture's inputs read in bf16 (on a bf16 fixture, the baseline)
+    members.push_back({"inputs read in bf16", nearest, chunk, false, true});
   }
   return members;
 }
@@ -119,6 +121,11 @@ Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
   Buffers in = inputs;
   if (member.channels_reversed)
     for (auto& [name, values] : in) reverse_channels(s, name, values);
+  if (member.inputs_in_bf16)
+    for (const char* name : {"q", "k", "v", "b", "w", "beta", "do"})
+      if (auto it = in.find(name); it != in.end())
+        for (float& x : it->second)
+          x = kernels::round_float(x, Precision::bf16, Rounding::nearest_even, 0);
   Buffers out = kernels::allocate_outputs(s, phase, 0.0f);
   kernels::ExecutionRecord record;
   kernels::cpu::chunk_backend().run(s, in, phase, out, record);

@@ -45,6 +45,10 @@ struct EnsembleMember {
   kernels::PrecisionContract contract;
   int chunk = 64;
   bool channels_reversed = false;  // K and V channels in reverse order: another summation order
+  // the token inputs q k v b w beta and the cotangent do read in bf16, as a
+  // kernel whose tensors arrive in bf16 reads an f32 fixture's (g and the
+  // states h0, dht stay f32, as FLA takes them)
+  bool inputs_in_bf16 = false;
 };
 // The class's members for a fixture of chunk size `chunk`; the first is the
 // baseline (round to nearest even at every point the class allows).

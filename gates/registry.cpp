@@ -66,10 +66,9 @@ const std::vector<Family>& families() {
        Precision::bf16,
        bars::from_noise,
        {"fwd.intra", "fwd.inter", "fwd.output"},
-       {},
+       {"bwd.bk2", "bwd.bk1", "bwd.glue"},
        true,
-       64,
-       false},
+       64},
   };
   return all;
 }
@@ -117,7 +116,6 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
       if (family.only_chunk && entry.at("spec").at("chunk").get<int>() != family.only_chunk)
         continue;
       for (kernels::Phase phase : {kernels::Phase::fwd, kernels::Phase::bwd}) {
-        if (phase == kernels::Phase::bwd && !family.backward) continue;
         const char* phase_name = phase == kernels::Phase::fwd ? "fwd" : "bwd";
         gates.push_back(
             {fmt::format("{}.{}.{}.{}", op_name(*op), family.backend, fixture_id(file), phase_name),
@@ -131,9 +129,7 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
     // split-call at every chunk size per op; batch-head on two sequences of
     // three heads
     auto metamorphic = [&](Op op, const std::string& id, GateKind kind) {
-      // a relation that runs the backward needs a family that has one; a
-      // fixture of another chunk size than the family's only one is left out
-      if (kind != GateKind::causality && !family.backward) return;
+      // a fixture of another chunk size than the family's only one is left out
       const std::string file = fmt::format("{}/{}.safetensors", op_name(op), id);
       if (family.only_chunk && chunk_of.at(file) != family.only_chunk) return;
       gates.push_back({fmt::format("{}.{}.{}.{}", op_name(op), family.backend, id, kind_name(kind)),

@@ -41,8 +41,7 @@ struct Family {
   std::vector<std::string> fwd_stages;  // must appear in the record for a fwd gate
   std::vector<std::string> bwd_stages;  // ... and for a bwd gate (with the fwd ones)
   bool needs_gpu = false;
-  int only_chunk = 0;    // the one chunk size the backend runs (0: every one)
-  bool backward = true;  // false: forward gates only (no bwd, split-call or batch-head)
+  int only_chunk = 0;  // the one chunk size the backend runs (0: every one)
   // A family of a class other than f32 has no constant bars: each fixture's
   // bars and bias bands come from its class's noise (gates/noise.hpp), as in
   // `gate check --precision`.

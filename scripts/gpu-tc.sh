@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # scripts/gpu-tc.sh OUT_DIR — cuda-tc on a machine with an NVIDIA GPU: its gates,
-# its class check at K=V=128, and the sanitizers. Needs build/bin/deltaproof
+# its class check at K=V=128, and the sanitizers, forward and backward. Needs build/bin/deltaproof
 # (built elsewhere with nvcc and carried over); with build-falsify/bin/deltaproof
 # present, also shows the gates red under each cuda-tc fault point.
-#   1. `gate run '*.cuda-tc.*'`: the committed chunk-64 fixtures, forward, at the
-#      bf16 class's noise-calibrated bars; causality at chunk 64.
+#   1. `gate run '*.cuda-tc.*'`: the committed chunk-64 fixtures, forward and
+#      backward, at the bf16 class's noise-calibrated bars; causality at chunk 64.
 #   2. `gen` K=V=128 bf16 fixtures (T 1000: a 40-row tail; default and stress
-#      regimes; gdn2, kda, gdn), `run --backend cuda-tc --phase fwd` on each and
-#      `gate check --precision bf16 --phase fwd`.
+#      regimes; gdn2, kda, gdn), `run --backend cuda-tc --phase bwd` on each and
+#      `gate check --precision bf16 --phase bwd`.
 #   3. compute-sanitizer memcheck, racecheck, initcheck and synccheck of
-#      `run --backend cuda-tc` on gdn2/t200-c64 and on a K=V=128 fixture.
+#      `run --backend cuda-tc --phase bwd` on gdn2/t200-c64 and on a K=V=128 fixture.
 #   4. (falsify build) each fault point of cuda-tc switched on: its gate red.
 # Writes into OUT_DIR: gates.json, check-*.json, summary.txt, logs.tar.
 # TC_BUDGET_S (default 560) bounds the whole run; TC_STEPS (default "1 2 3 4")
@@ -61,10 +61,10 @@ for spec in "${specs[@]}"; do
   name=$1-t1000-$2
   f=$work/fixtures/$name.safetensors
   [[ -f $f ]] || continue
-  step "run-$name" $bin run --backend cuda-tc --phase fwd --fixture "$f" \
+  step "run-$name" $bin run --backend cuda-tc --phase bwd --fixture "$f" \
     --out "$work/$name.candidate.safetensors"
   step "check-$name" $bin gate check --fixture "$f" --candidate "$work/$name.candidate.safetensors" \
-    --precision bf16 --phase fwd --report "$out/check-$name.json"
+    --precision bf16 --phase bwd --report "$out/check-$name.json"
   grep -E "PASS|FAIL|verdict" "$work/logs/check-$name.txt" | tail -n 2 | tee -a "$out/summary.txt"
 done
 
@@ -76,7 +76,7 @@ elif command -v compute-sanitizer >/dev/null; then
     for f in fixtures/gdn2/t200-c64.safetensors "$work/fixtures/kda-t1000-default.safetensors"; do
       [[ -f $f ]] || continue
       step "sanitizer-$tool-$(basename "$f" .safetensors)" compute-sanitizer --tool "$tool" \
-        --error-exitcode 9 $bin run --backend cuda-tc --phase fwd --fixture "$f" \
+        --error-exitcode 9 $bin run --backend cuda-tc --phase bwd --fixture "$f" \
         --out "$work/sanitized.safetensors"
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$work/logs/sanitizer-$tool-$(basename "$f" .safetensors).txt" |
         tee -a "$out/summary.txt"
@@ -95,6 +95,13 @@ if want 4 && [[ -x $fbin ]]; then
     # last chunk; default-regime decay wipes them out within a chunk of 64
     step "fault-$fault" $fbin gate run 'gdn2.cuda-tc.t200-c64.fwd' 'kda.cuda-tc.t192-c64.fwd' \
       'kda.cuda-tc.t112-c64-k8-mild.fwd' 'gdn.cuda-tc.t192-c64-k8-mild.fwd' \
+      --fault "$fault" --report "$work/fault-$fault.json"
+    grep -E "passed|failed|red|green" "$work/logs/fault-$fault.txt" | tail -n 1 | tee -a "$out/summary.txt"
+  done
+  # the backward's: through the gradients
+  for fault in dht-ignored ds-not-handed-back dh0-not-written dg-sign-flipped; do
+    step "fault-$fault" $fbin gate run 'gdn2.cuda-tc.t200-c64.bwd' 'kda.cuda-tc.t192-c64.bwd' \
+      'kda.cuda-tc.t112-c64-k8-mild.bwd' 'gdn.cuda-tc.t192-c64-k8-mild.bwd' \
       --fault "$fault" --report "$work/fault-$fault.json"
     grep -E "passed|failed|red|green" "$work/logs/fault-$fault.txt" | tail -n 1 | tee -a "$out/summary.txt"
   done

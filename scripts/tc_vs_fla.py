@@ -17,10 +17,12 @@ What it prints and writes:
   - first call: the wall time of each kernel's very first call (FLA's includes Triton's
     compile and autotune; cuda-tc's its module load), synchronised;
   - the median (and min, max) of --repeats calls after warm-up (FLA autotuned first),
-    CUDA events around each call; FLA forward, FLA forward+backward, cuda-tc forward;
-  - the ratio cuda-tc / FLA, nominal TFLOP/s and GB/s against the H200's limits;
-  - agreement: cuda-tc's o and ht against FLA's on the same inputs (max|a-b| / max|b|),
-    a cross-check that both computed the same function.
+    CUDA events around each call; FLA forward, FLA forward+backward, cuda-tc forward,
+    cuda-tc forward+backward (do and dht given in f32, gradients written in f32);
+  - the ratios cuda-tc / FLA, nominal TFLOP/s and GB/s against the H200's limits;
+  - agreement: cuda-tc's o, ht and every gradient against FLA's on the same inputs
+    (max|a-b| / max|b|; kda's dbeta folded from cuda-tc's gdn2-form db and dw), a
+    cross-check that both computed the same function.
 """
 import argparse
 import ctypes
@@ -33,6 +35,11 @@ import time
 
 H200_BF16_TFLOPS = 989.0  # dense, the vendor's datasheet (H200 SXM)
 H200_HBM_TBPS = 4.8       # the vendor's datasheet
+
+
+class Gradients(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p)
+                for name in ("d_o", "dht", "dq", "dk", "dv", "dg", "db", "dw", "dh0")]
 
 
 class Problem(ctypes.Structure):
@@ -83,6 +90,12 @@ def main():
     lib.deltaproof_tc_forward.argtypes = [ctypes.POINTER(Problem), ctypes.c_void_p,
                                           ctypes.c_void_p, ctypes.c_uint, ctypes.c_char_p,
                                           ctypes.c_size_t]
+    lib.deltaproof_tc_scratch_bytes_backward.restype = ctypes.c_size_t
+    lib.deltaproof_tc_scratch_bytes_backward.argtypes = [ctypes.POINTER(Problem)]
+    lib.deltaproof_tc_forward_backward.restype = ctypes.c_int
+    lib.deltaproof_tc_forward_backward.argtypes = [
+        ctypes.POINTER(Problem), ctypes.POINTER(Gradients), ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_char_p, ctypes.c_size_t]
     import fla
     from fla.ops.gdn2 import chunk_gdn2
     from fla.ops.kda import chunk_kda
@@ -116,6 +129,7 @@ def main():
         x["h0"] = 0.1 * normal(B, H, K, V)
         x["do"] = normal(B, T, H, V).to(bf)
         x["dht"] = 0.1 * normal(B, H, K, V)
+        x["do32"] = x["do"].float()
         return x
 
     scratch_cache = {}
@@ -132,6 +146,24 @@ def main():
         stream = torch.cuda.current_stream().cuda_stream
         if lib.deltaproof_tc_forward(ctypes.byref(p), scratch_cache[size].data_ptr(), stream,
                                      stages, error, 512) != 0:
+            sys.exit(f"tc_vs_fla.py: cuda-tc: {error.value.decode()}")
+
+    def tc_forward_backward(x, o, ht, grads):
+        p = Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
+                    x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(), x["w"].data_ptr(),
+                    x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
+        gr = Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
+                       *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
+        size = lib.deltaproof_tc_scratch_bytes_backward(ctypes.byref(p))
+        if size == 0:
+            sys.exit(f"tc_vs_fla.py: cuda-tc does not run K={K} V={V}")
+        if size not in scratch_cache:
+            scratch_cache[size] = torch.empty(size, dtype=torch.uint8, device=dev)
+        error = ctypes.create_string_buffer(512)
+        stream = torch.cuda.current_stream().cuda_stream
+        if lib.deltaproof_tc_forward_backward(ctypes.byref(p), ctypes.byref(gr),
+                                              scratch_cache[size].data_ptr(), stream, error,
+                                              512) != 0:
             sys.exit(f"tc_vs_fla.py: cuda-tc: {error.value.decode()}")
 
     def fla_call(op, x, backward):
@@ -154,6 +186,9 @@ def main():
                                leaves["w"], **common)[:2]
         if backward:
             torch.autograd.backward([o, ht], [x["do"], x["dht"]])
+            grads = {"d" + n: t.grad for n, t in leaves.items()}
+            grads["dg"], grads["dh0"] = g.grad, h0.grad
+            return o, ht, grads
         return o, ht
 
     def timed(fn, sets):
@@ -185,12 +220,27 @@ def main():
             o_fla, ht_fla = fla_call(op, sets[0], False)
         torch.cuda.synchronize()
         fla_first = time.perf_counter() - start
+        tc_grads = {n: torch.full((B, T, H, V if n in ("dv", "dw") else K), float("nan"),
+                                  device=dev) for n in ("dq", "dk", "dv", "dg", "db", "dw")}
+        tc_grads["dh0"] = torch.full((B, H, K, V), float("nan"), device=dev)
+        start = time.perf_counter()
+        tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
+        torch.cuda.synchronize()
+        tc_first_bwd = time.perf_counter() - start
         fla_first_bwd = None
+        grad_agree = {}
         if not args.no_backward:
             start = time.perf_counter()
-            fla_call(op, sets[0], True)
+            fla_grads = fla_call(op, sets[0], True)[2]
             torch.cuda.synchronize()
             fla_first_bwd = time.perf_counter() - start
+            mine = dict(tc_grads)
+            if op == "kda":
+                mine["dbeta"] = mine.pop("db").sum(-1) + mine.pop("dw").sum(-1)
+            for name, b in fla_grads.items():
+                a = mine[name].float()
+                grad_agree[name] = float((a - b.float()).abs().max() / b.float().abs().max())
+        unwritten_grads = {n: int(torch.isnan(t).sum()) for n, t in tc_grads.items()}
 
         # agreement on set 0 (both are bf16-class kernels: expect ~1e-2 at most)
         o_poison = torch.full_like(o_tc, float("nan"))
@@ -213,6 +263,9 @@ def main():
         # stages must read what the run before them wrote)
         tc_stages = {name: timed(lambda x: tc_forward(sets[0], o_tc, ht_tc, bit), sets)
                      for name, bit in (("fwd.intra", 1), ("fwd.inter", 2), ("fwd.output", 4))}
+        for _ in range(2):
+            tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
+        tc_bwd = timed(lambda x: tc_forward_backward(x, o_tc, ht_tc, tc_grads), sets)
         fla_bwd = None
         if not args.no_backward:
             for _ in range(2):
@@ -225,7 +278,12 @@ def main():
             return {"TFLOPs": flops / (ms * 1e-3) / 1e12, "GBps": nbytes / (ms * 1e-3) / 1e9}
         row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
                "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
-                                "fla fwd+bwd": fla_first_bwd},
+                                "cuda-tc fwd+bwd": tc_first_bwd, "fla fwd+bwd": fla_first_bwd},
+               "cuda-tc fwd+bwd": tc_bwd,
+               "ratio fwd+bwd (cuda-tc / fla)":
+                   tc_bwd["median_ms"] / fla_bwd["median_ms"] if fla_bwd else None,
+               "gradient agreement with fla (max|a-b|/max|b|)": grad_agree,
+               "cuda-tc unwritten gradient elements": unwritten_grads,
                "cuda-tc fwd": {**tc_fwd, **rates(tc_fwd["median_ms"])},
                "fla fwd": {**fla_fwd, **rates(fla_fwd["median_ms"])},
                "fla fwd+bwd": fla_bwd,
@@ -248,8 +306,13 @@ def main():
                   f"{H200_HBM_TBPS} TB/s)")
         print(f"{op}: cuda-tc stages alone: " + ", ".join(
             f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
+        print(f"{op}: cuda-tc fwd+bwd median {tc_bwd['median_ms']:.3f} ms; first call "
+              f"{tc_first_bwd:.3f} s; unwritten gradients {unwritten_grads}")
         if fla_bwd:
-            print(f"{op}: fla fwd+bwd  median {fla_bwd['median_ms']:.3f} ms")
+            print(f"{op}: fla fwd+bwd  median {fla_bwd['median_ms']:.3f} ms; ratio fwd+bwd "
+                  f"cuda-tc / FLA = {tc_bwd['median_ms'] / fla_bwd['median_ms']:.3f}")
+            print(f"{op}: gradient agreement with FLA: " +
+                  ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
         print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
         del sets
         torch.cuda.empty_cache()

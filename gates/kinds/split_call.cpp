@@ -1,11 +1,15 @@
 // gates/kinds/split_call.cpp — the split-call gate: two calls joined by the state (the
 // first's ht the second's h0, the second's dh0 the first's dht) against one
-// call, at the points split_points() names.
+// call, at the points split_points() names: bitwise at a chunk boundary, else
+// against the oracle (a rounding class's family: every point, at its noise).
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "gates/kinds/kind.hpp"
+#include "gates/noise.hpp"
+#include "kernels/faults.hpp"
 
 namespace deltaproof::gates {
 
@@ -58,22 +62,35 @@ void run_split_call(const KindContext& c, GateResult& r) {
   const Buffers whole = run_poisoned(c.backend, s, f.job.inputs, Phase::bwd, r.record);
   auto all = [](const auto&) { return true; };
   const CompareOptions compare = family_compare(*gate.family);
+  // A family of a rounding class writes the state handed between the two
+  // calls in its storage type (bf16), so a split at a chunk boundary is not
+  // bitwise the whole call: every split is judged against the oracle at the
+  // class's noise on the fixture (measured as the oracle gate measures it).
+  std::optional<NoiseModel> noise;
+  std::vector<TermComparison> judged;
+  if (gate.family->noise_bars()) {
+    const kernels::FaultSuspended clean;
+    noise = measure_noise(s, f.job.inputs, Phase::bwd, f.reference, gate.family->precision);
+  }
   for (const SplitPoint& point : split_points(s.T, s.chunk)) {
     const Buffers joined = split_call(c.backend, s, f.job.inputs, point.at, r.record);
-    if (point.boundary) {
+    if (point.boundary && !noise) {
       for (const auto& name : kernels::kernel_output_names(s.op, Phase::bwd))
         r.terms.push_back(bitwise_term(fmt::format("{} split at t={}", name, point.at), s, name,
                                        joined.at(name), whole.at(name), all));
       continue;
     }
     for (TermComparison& t :
-         compare_terms(s, Phase::bwd, as_doubles(joined), f.reference, compare)) {
+         noise ? judge_against_noise(s, Phase::bwd, *noise, as_doubles(joined), f.reference)
+               : compare_terms(s, Phase::bwd, as_doubles(joined), f.reference, compare)) {
       const std::string label = fmt::format("{} split at t={} vs oracle", t.term, point.at);
       if (!t.message.empty()) t.message = fmt::format("{}: {}", label, t.message);
+      if (noise) judged.push_back(t);  // under its own name, for the bars' summary
       t.term = label;
       r.terms.push_back(std::move(t));
     }
   }
+  if (noise) r.bars = noise_bars_json(*noise, judged);
 }
 
 std::vector<SplitPoint> split_points(int T, int chunk) {

@@ -120,7 +120,7 @@ class CudaBackend final : public Backend {
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
-    require_arithmetic(s, phase);
+    require_arithmetic(s);
     if (!gpu_available())
       throw InputError(
           fmt::format("backend {} needs a CUDA GPU and this machine has none.", name_));
@@ -170,11 +170,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Throws InputError when this backend cannot run the shape, the phase or the
-  // contract: the traits' limits (kernels/cuda/traits.cuh, kernels/cuda/tc.hpp),
-  // in this backend's words; cuda-recurrent's K and V are cuda-chunk's
-  // (static_assert above).
-  void require_arithmetic(const KernelShape& s, Phase phase) const {
+  // Throws InputError when this backend cannot run the shape or the contract: the traits' limits
+  // (kernels/cuda/traits.cuh, kernels/cuda/tc.hpp), in this backend's words; cuda-recurrent's K and
+  // V are cuda-chunk's (static_assert above).
+  void require_arithmetic(const KernelShape& s) const {
     switch (arithmetic_) {
       case Arithmetic::f32:
         require_f32_contract(s, name_);
@@ -194,9 +193,6 @@ class CudaBackend final : public Backend {
             !why.empty())
           throw InputError(fmt::format("backend {} cannot run B={} H={} K={} V={} chunk {}: {}.",
                                        name_, s.B, s.H, s.K, s.V, s.chunk, why));
-        if (phase == Phase::bwd)
-          throw InputError(fmt::format(
-              "backend {} has no backward yet (issue 13): run it with --phase fwd.", name_));
         return;
     }
     if (s.K > cuda::ChunkConfig::kMaxDim || s.V > cuda::ChunkConfig::kMaxDim)
@@ -249,8 +245,8 @@ const Backend& recurrent_backend() {
 const Backend& tc_backend() {
   static const CudaBackend backend(
       "cuda-tc",
-      "chunked WY forward on the tensor cores (mma.sync bf16, f32 accumulation), the bf16 "
-      "class, chunk 64, K and V up to 128, CUDA (sm_90); no backward yet",
+      "chunked WY forward and BK2/BK1/glue backward on the tensor cores (mma.sync bf16, f32 "
+      "accumulation), the bf16 class, chunk 64, K and V up to 128, CUDA (sm_90)",
       &run_tc, Arithmetic::tensor_cores);
   return backend;
 }

@@ -65,6 +65,30 @@ __device__ inline FragB load_b(const bf16* bt, int ld, int n0, int k0) {
   return {{load_pair(p), load_pair(p + 8)}};
 }
 
+// Two bf16 elements as one fragment register, lo in the low half.
+__device__ inline std::uint32_t load_two(const bf16* lo, const bf16* hi) {
+  return static_cast<std::uint32_t>(__bfloat16_as_ushort(*lo)) |
+         static_cast<std::uint32_t>(__bfloat16_as_ushort(*hi)) << 16;
+}
+
+// A 16 x 16 tile of A = X^T at (row0, col0), from X stored row-major [k][m]
+// (stride ld): A's rows are X's columns. Element by element (the pairs of a
+// register lie in two rows of X).
+__device__ inline FragA load_a_t(const bf16* x, int ld, int row0, int col0) {
+  const Lane l = lane();
+  const bf16* p = x + (col0 + 2 * l.t) * ld + row0 + l.g;
+  auto two = [&](const bf16* at) { return load_two(at, at + ld); };
+  return {{two(p), two(p + 8), two(p + 8 * ld), two(p + 8 * ld + 8)}};
+}
+
+// A 16 x 8 tile of B at (k0, n0), from B itself stored row-major [k][n]
+// (stride ld). Element by element.
+__device__ inline FragB load_b_n(const bf16* b, int ld, int k0, int n0) {
+  const Lane l = lane();
+  const bf16* p = b + (k0 + 2 * l.t) * ld + n0 + l.g;
+  return {{load_two(p, p + ld), load_two(p + 8 * ld, p + 9 * ld)}};
+}
+
 // The 16 x 8 accumulator tile: c[0], c[1] at row g, columns 2t and 2t + 1;
 // c[2], c[3] at row g + 8, the same columns.
 struct Acc {

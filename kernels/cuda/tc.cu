@@ -15,8 +15,22 @@
 //   fwd.inter   tc_fwd_state   grid (V tiles, B*H)   in chunk order: S0 (stored), U = Ut - Wt S0
 //                                                    (stored), S_end = decay_end S0 + Kdec^T U; ht
 //   fwd.output  tc_fwd_output  grid (chunks, B*H)    O = Qg S0 + M U
-// The state recurrence is the only sequential part; it is separable over the
-// columns of the state (V), so fwd.inter gives each block a tile of them.
+// Backward, three kernels (the names of DESIGN.md section 2):
+//   bwd.bk2     tc_bwd_state     grid (V tiles, B*H)   in reverse chunk order: dU = M^T dO +
+//   (+ glue)                                           Kdec dS_end (stored), dS0 = Qg^T dO +
+//                                                      Diag(exp G_C) dS_end - Wt^T dU handed to
+//                                                      the chunk before; dS_end stored; dh0
+//   bwd.bk1     tc_bwd_products  grid (chunks, B*H)    the matrix adjoints on the tensor cores:
+//                                                      dX, dW, dV, dM, dQg, dKdec, d_decay_end,
+//                                                      dY, dA
+//               tc_bwd_tokens    grid (chunks, B*H)    dq dk db through the pairwise decays (the
+//                                                      blocks below the diagonal on the tensor
+//                                                      cores through a reference row, the
+//                                                      diagonal blocks in f32); dg by a reverse
+//                                                      cumulative sum
+// The recurrences over chunks are the only sequential parts; they are
+// separable over the columns of the state (V), so fwd.inter and bwd.bk2 give
+// each block a tile of them.
 //
 // Rounding (the bf16 class): every product reads bf16 operands and sums in f32;
 // what a stage stores for the next (Ut, Wt, Qg, Kdec, M, S0, U) is bf16; the
@@ -29,7 +43,8 @@
 // last chunk) are read as zeros: their g = 0 keeps G at the last real row.
 //
 // Determinism: no atomics; each output element is written by one thread after
-// sums in a fixed order.
+// sums in a fixed order. The backward's scratch (dS_end, dU, dM, dA in bf16;
+// dQg, dY, dKdec in f32) is written whole before it is read.
 //
 // Compile check: nvcc -std=c++17 -arch=sm_90 -I. -c kernels/cuda/tc.cu
 #include "kernels/cuda/tc.hpp"
@@ -147,6 +162,25 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
   }
 }
 
+// G_r = sum_{i<=r} g_i in place, per channel (a thread each) of the chunk's
+// rows of g at row stride ld, in row order (exclusive under the
+// cumulative_decay_off_by_one fault).
+__device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld, int width) {
+  for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    float running = 0.0f;
+    for (int r = 0; r < kC; ++r) {
+      const float g = G[r * ld + i];
+      if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
+        G[r * ld + i] = running;
+        running += g;
+      } else {
+        running += g;
+        G[r * ld + i] = running;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // fwd.intra
 // ---------------------------------------------------------------------------
@@ -213,21 +247,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   });
   __syncthreads();
 
-  // G_r = sum_{i<=r} g_i per channel, in row order (exclusive under the
-  // cumulative_decay_off_by_one fault).
-  for (int i = tid; i < KP; i += blockDim.x) {
-    float running = 0.0f;
-    for (int r = 0; r < kC; ++r) {
-      const float g = G[r * L::kF + i];
-      if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
-        G[r * L::kF + i] = running;
-        running += g;
-      } else {
-        running += g;
-        G[r * L::kF + i] = running;
-      }
-    }
-  }
+  cumulative_decay(p, G, L::kF, KP);
   __syncthreads();
 
   // The chunk-end log-decay G_C (rows past T hold g = 0, so the last row's G is
@@ -385,9 +405,13 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     __syncthreads();
   }
 
-  // Tinv in bf16, the operand of the next products, where A was.
-  for (int idx = tid; idx < kC * kC; idx += blockDim.x)
-    Tb[idx / kC * L::kB + idx % kC] = to_bf16(Tinv[idx / kC * L::kT + idx % kC]);
+  // Tinv in bf16, the operand of the next products, where A was (and for the
+  // backward in the scratch).
+  for (int idx = tid; idx < kC * kC; idx += blockDim.x) {
+    const bf16 t = to_bf16(Tinv[idx / kC * L::kT + idx % kC]);
+    Tb[idx / kC * L::kB + idx % kC] = t;
+    s.Tinv[n * kC * kC + idx] = t;
+  }
   __syncthreads();
 
   // Ut = Tinv (W*V), Wt = Tinv (B*K*exp G): warp w takes the 16 rows of block
@@ -627,6 +651,498 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
 }
 
 // ---------------------------------------------------------------------------
+// The backward's helpers
+// ---------------------------------------------------------------------------
+
+// rows x cols of bf16 (cols a multiple of 8) from global memory at row stride
+// from_ld to shared memory at row stride ld, by cp.async (not committed).
+__device__ inline void copy_rows(bf16* to, int ld, const bf16* from, int from_ld, int rows,
+                                 int cols) {
+  for (int idx = threadIdx.x; idx < rows * cols / 8; idx += blockDim.x) {
+    const int r = idx / (cols / 8), x = idx % (cols / 8) * 8;
+    mma::copy_async_16(to + r * ld + x, from + static_cast<std::size_t>(r) * from_ld + x);
+  }
+}
+
+// Rows t0 .. t0 + 63 of dO, columns [v0, v0 + cols), as bf16 at row stride ld:
+// zeros past T and past V.
+__device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int v0, int cols,
+                               bf16* to, int ld) {
+  for (int idx = threadIdx.x; idx < kC * cols; idx += blockDim.x) {
+    const int r = idx / cols, j = idx % cols, t = t0 + r, v = v0 + j;
+    to[r * ld + j] =
+        to_bf16(t < p.T && v < p.V ? p.d_o[token_offset(p.T, p.H, p.V, b, t, h, v)] : 0.0f);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// bwd.bk2 and the glue: the reverse recurrence over chunks for dS, the twin
+// of fwd.inter, a tile of kVTile state columns per block. Warp w holds rows
+// [w KP/4, (w+1) KP/4) of dS in registers (f32). Per chunk, last to first,
+// with dS = dS_end the gradient wrt the chunk's end state (dht for the last):
+//   dU  = M^T dO + Kdec dS_end                       (stored, bf16)
+//   dS0 = Qg^T dO + Diag(exp G_C) dS_end - Wt^T dU    (handed to the chunk before)
+// M and Qg carry the scale. dS_end is stored (bf16) for bwd.bk1; dh0 is the
+// first chunk's dS0.
+// ---------------------------------------------------------------------------
+
+template <int KP>
+struct Bk2Layout {
+  static constexpr int kVT = TcConfig::kVTile;
+  static constexpr int kW = KP + kPad;   // rows of Qg, Wt and dS^T
+  static constexpr int kD = kC + kPad;   // rows of M and Kdec^T
+  static constexpr int kO = kVT + kPad;  // rows of the dO and dU tiles
+  static constexpr std::size_t kBytes =
+      sizeof(bf16) * (kC * kD + KP * kD + 2 * kC * kW + 2 * kC * kO + kVT * kW) +
+      sizeof(float) * KP;
+};
+
+template <int KP, int VP>
+__global__ void __launch_bounds__(TcConfig::kStateThreads)
+    tc_bwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
+  using L = Bk2Layout<KP>;
+  constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
+  extern __shared__ __align__(16) unsigned char shared[];
+  float* decay_end = reinterpret_cast<float*>(shared);
+  bf16* M = reinterpret_cast<bf16*>(decay_end + KP);  // [r][i]
+  bf16* KdecT = M + kC * L::kD;                       // [k][i]
+  bf16* Qg = KdecT + KP * L::kD;                      // [r][k]
+  bf16* Wt = Qg + kC * L::kW;                         // [i][k]
+  bf16* dO = Wt + kC * L::kW;                         // [r][v], the tile's columns
+  bf16* dU = dO + kC * L::kO;                         // [i][v]
+  bf16* dST = dU + kC * L::kO;                        // dS_end^T, [v][k]
+
+  const int v0 = blockIdx.x * kVT, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const mma::Lane l = mma::lane();
+
+  Acc dS[kMT][kNT];
+  auto for_state = [&](auto body) {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          body(dS[mt][nt].c[e], warp * kRows + mt * mma::kM + mma::acc_row(l, e),
+               nt * mma::kN + mma::acc_col(l, e));
+  };
+  const bool dht_ignored = DP_FAULT(p.faults, dht_ignored);
+  for_state([&](float& x, int k, int j) {
+    const int v = v0 + j;
+    x = !dht_ignored && k < p.K && v < p.V ? p.dht[state_offset(p.H, p.K, p.V, b, h, k, v)] : 0.0f;
+  });
+
+  for (int c = num_chunks - 1; c >= 0; --c) {
+    const std::size_t n = slab(bh, num_chunks, c);
+    __syncthreads();  // the chunk after's reads of shared memory are over
+    copy_rows(M, L::kD, s.M + n * kC * kC, kC, kC, kC);
+    copy_rows(KdecT, L::kD, s.KdecT + n * KP * kC, kC, KP, kC);
+    copy_rows(Qg, L::kW, s.Qg + n * kC * KP, KP, kC, KP);
+    copy_rows(Wt, L::kW, s.Wt + n * kC * KP, KP, kC, KP);
+    for (int idx = tid; idx < KP / 4; idx += blockDim.x)
+      mma::copy_async_16(decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
+    mma::copy_async_commit();
+    load_dO(p, b, h, c * kC, v0, kVT, dO, L::kO);
+    for_state([&](float& x, int k, int j) { dST[j * L::kW + k] = to_bf16(x); });
+    mma::copy_async_wait_all();
+    __syncthreads();
+    for (int idx = tid; idx < kVT * KP / 8; idx += blockDim.x) {
+      const int v = idx / (KP / 8), x = idx % (KP / 8) * 8;
+      *reinterpret_cast<uint4*>(s.dS_endT + n * VP * KP + (v0 + v) * KP + x) =
+          *reinterpret_cast<const uint4*>(dST + v * L::kW + x);
+    }
+
+    // dU = M^T dO + Kdec dS_end: warp w takes rows [16 w, 16 w + 16); M^T is
+    // upper triangular (M_ri = 0 for i > r).
+    {
+      Acc acc[kNT];
+      for (int ks = warp; ks < kC / mma::kK; ++ks) {
+        const FragA fa = mma::load_a_t(M, L::kD, warp * mma::kM, ks * mma::kK);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+          mma::mma(acc[nt], fa, mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN));
+      }
+      for (int ks = 0; ks < KP / mma::kK; ++ks) {
+        const FragA fa = mma::load_a_t(KdecT, L::kD, warp * mma::kM, ks * mma::kK);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+          mma::mma(acc[nt], fa, mma::load_b(dST, L::kW, nt * mma::kN, ks * mma::kK));
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = warp * mma::kM + mma::acc_row(l, e), v = nt * mma::kN + mma::acc_col(l, e);
+          const bf16 du = to_bf16(acc[nt].c[e]);
+          dU[i * L::kO + v] = du;
+          s.dU[n * kC * VP + i * VP + v0 + v] = du;
+        }
+    }
+    __syncthreads();
+
+    // dS0 = Diag(exp G_C) dS_end + Qg^T dO - Wt^T dU
+    for_state([&](float& x, int k, int) { x *= decay_end[k]; });
+    Acc WtdU[kMT][kNT];
+#pragma unroll
+    for (int ks = 0; ks < kC / mma::kK; ++ks)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        const int k0 = warp * kRows + mt * mma::kM;
+        const FragA fq = mma::load_a_t(Qg, L::kW, k0, ks * mma::kK);
+        const FragA fw = mma::load_a_t(Wt, L::kW, k0, ks * mma::kK);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          mma::mma(dS[mt][nt], fq, mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN));
+          mma::mma(WtdU[mt][nt], fw, mma::load_b_n(dU, L::kO, ks * mma::kK, nt * mma::kN));
+        }
+      }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dS[mt][nt].c[e] -= WtdU[mt][nt].c[e];
+    if (c > 0 && DP_FAULT(p.faults, ds_not_handed_back))
+      for_state([&](float& x, int, int) { x = 0.0f; });
+  }
+
+  if (!DP_FAULT(p.faults, dh0_not_written))
+    for_state([&](float& x, int k, int j) {
+      const int v = v0 + j;
+      if (k < p.K && v < p.V) p.dh0[state_offset(p.H, p.K, p.V, b, h, k, v)] = x;
+    });
+}
+
+// ---------------------------------------------------------------------------
+// bwd.bk1, first kernel: the chunk's matrix adjoints, all on the tensor cores.
+// With X = W*V and Y = B*K*exp G (Ut = Tinv X, Wt = Tinv Y):
+//   dX = Tinv^T dU                dW = dX*V, dV = dX*W (outputs)
+//   dM = scale dO U^T (lower)     dQg = scale dO S0^T
+//   dKdec = U dS_end^T            d_decay_end = rowsum(dS_end * S0)
+//   dY = -dX S0^T                 dA = -(dX Ut^T + dY Wt^T) (strictly lower)
+// Warp w takes the 16 rows of block w % 4 and half the columns of each.
+// ---------------------------------------------------------------------------
+
+template <int KP, int VP>
+struct ProductsLayout {
+  static constexpr int kD = kC + kPad;  // rows of 64: Tinv, U^T
+  static constexpr int kK = KP + kPad;  // rows of KP: S0^T, dS_end^T, Wt, dY
+  static constexpr int kV = VP + kPad;  // rows of VP: dU, Ut, dO, dX
+  static constexpr int kMax = kK > kV ? kK : kV;
+  static constexpr std::size_t kElements =
+      kC * kD + kC * kMax + VP * kD + 2 * VP * kK + kC * kK + 3 * kC * kV;
+  static constexpr std::size_t kBytes = sizeof(bf16) * kElements;
+};
+
+template <class In, int KP, int VP>
+__global__ void __launch_bounds__(TcConfig::kIntraThreads)
+    tc_bwd_products(DeviceProblem p, TcScratch s, int num_chunks) {
+  using L = ProductsLayout<KP, VP>;
+  extern __shared__ __align__(16) unsigned char shared[];
+  bf16* Tinv = reinterpret_cast<bf16*>(shared);  // [r][i]
+  bf16* dU = Tinv + kC * L::kD;                  // [i][v]
+  bf16* dY = dU;                                 // [r][k], after dU
+  bf16* UT = dU + kC * L::kMax;                  // [v][i]
+  bf16* S0T = UT + VP * L::kD;                   // [v][k]
+  bf16* dST = S0T + VP * L::kK;                  // dS_end^T, [v][k]
+  bf16* Wt = dST + VP * L::kK;                   // [i][k]
+  bf16* Ut = Wt + kC * L::kK;                    // [i][v]
+  bf16* dO = Ut + kC * L::kV;                    // [r][v]
+  bf16* dX = dO + kC * L::kV;                    // [i][v]
+
+  const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
+  const std::size_t n = slab(bh, num_chunks, c);
+  const int tid = threadIdx.x, warp = tid / 32;
+  const mma::Lane l = mma::lane();
+
+  copy_rows(Tinv, L::kD, s.Tinv + n * kC * kC, kC, kC, kC);
+  copy_rows(dU, L::kV, s.dU + n * kC * VP, VP, kC, VP);
+  copy_rows(UT, L::kD, s.UT + n * VP * kC, kC, VP, kC);
+  copy_rows(S0T, L::kK, s.S0T + n * VP * KP, KP, VP, KP);
+  copy_rows(dST, L::kK, s.dS_endT + n * VP * KP, KP, VP, KP);
+  copy_rows(Wt, L::kK, s.Wt + n * kC * KP, KP, kC, KP);
+  copy_rows(Ut, L::kV, s.Ut + n * kC * VP, VP, kC, VP);
+  mma::copy_async_commit();
+  load_dO(p, b, h, t0, 0, VP, dO, L::kV);
+  mma::copy_async_wait_all();
+  __syncthreads();
+
+  // out(r, col, sum) for the warp's rows and half of kCols columns, the sums
+  // over ks in [first1, steps1) of a1(ks) b1(ks, col) and over ks < steps2 of
+  // a2(ks) b2(ks, col).
+  const int mt = warp % kBlocks, half = warp / kBlocks;
+  auto product = [&](auto columns, int first1, int steps1, auto a1, auto b1, int steps2, auto a2,
+                     auto b2, auto out) {
+    constexpr int kCols = decltype(columns)::value, kTiles = kCols / 2 / mma::kN;
+    const int col0 = half * kCols / 2;
+    Acc acc[kTiles];
+    for (int ks = first1; ks < steps1; ++ks) {
+      const FragA fa = a1(ks);
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) mma::mma(acc[j], fa, b1(ks, col0 + j * mma::kN));
+    }
+    for (int ks = 0; ks < steps2; ++ks) {
+      const FragA fa = a2(ks);
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) mma::mma(acc[j], fa, b2(ks, col0 + j * mma::kN));
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        out(kBlock * mt + mma::acc_row(l, e), col0 + j * mma::kN + mma::acc_col(l, e), acc[j].c[e]);
+  };
+  auto none_a = [](int) { return FragA{}; };
+  auto none_b = [](int, int) { return FragB{}; };
+  using Cols64 = std::integral_constant<int, kC>;
+  using ColsK = std::integral_constant<int, KP>;
+  using ColsV = std::integral_constant<int, VP>;
+  const float scale = p.scale;
+  const std::size_t nKP = n * kC * KP;
+
+  // dX = Tinv^T dU (Tinv^T is upper triangular); dW = dX*V, dV = dX*W.
+  product(
+      ColsV{}, mt, kC / mma::kK,
+      [&](int ks) { return mma::load_a_t(Tinv, L::kD, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b_n(dU, L::kV, ks * mma::kK, col); }, 0, none_a,
+      none_b,
+      [&](int r, int j, float x) {
+        dX[r * L::kV + j] = to_bf16(x);
+        if (t0 + r < p.T && j < p.V) {
+          const std::size_t at = token_offset(p.T, p.H, p.V, b, t0 + r, h, j);
+          p.dw[at] = x * read_input<In>(p.v, at);
+          p.dv[at] = x * read_input<In>(p.w, at);
+        }
+      });
+  // dM = scale dO U^T, lower with its diagonal.
+  product(
+      Cols64{}, 0, VP / mma::kK,
+      [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b_n(UT, L::kD, ks * mma::kK, col); }, 0, none_a,
+      none_b,
+      [&](int r, int i, float x) {
+        s.dM[n * kC * kC + r * kC + i] = to_bf16(i <= r ? scale * x : 0.0f);
+      });
+  // dKdec = U dS_end^T; dQg = scale dO S0^T.
+  product(
+      ColsK{}, 0, VP / mma::kK,
+      [&](int ks) { return mma::load_a_t(UT, L::kD, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b_n(dST, L::kK, ks * mma::kK, col); }, 0, none_a,
+      none_b, [&](int r, int k, float x) { s.dKdec[nKP + r * KP + k] = x; });
+  product(
+      ColsK{}, 0, VP / mma::kK,
+      [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
+      none_b, [&](int r, int k, float x) { s.dQg[nKP + r * KP + k] = scale * x; });
+  // d_decay_end = rowsum(dS_end * S0), a channel per thread.
+  for (int k = tid; k < KP; k += blockDim.x) {
+    float sum = 0.0f;
+    for (int v = 0; v < VP; ++v)
+      sum += __bfloat162float(dST[v * L::kK + k]) * __bfloat162float(S0T[v * L::kK + k]);
+    s.d_decay_end[n * KP + k] = sum;
+  }
+  __syncthreads();  // dX is whole; dU is read for the last time
+
+  // dY = -dX S0^T, where dU was.
+  product(
+      ColsK{}, 0, VP / mma::kK,
+      [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
+      none_b,
+      [&](int r, int k, float x) {
+        dY[r * L::kK + k] = to_bf16(-x);
+        s.dY[nKP + r * KP + k] = -x;
+      });
+  __syncthreads();
+
+  // dA = -(dX Ut^T + dY Wt^T), strictly lower.
+  product(
+      Cols64{}, 0, VP / mma::kK,
+      [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b(Ut, L::kV, col, ks * mma::kK); }, KP / mma::kK,
+      [&](int ks) { return mma::load_a(dY, L::kK, kBlock * mt, ks * mma::kK); },
+      [&](int ks, int col) { return mma::load_b(Wt, L::kK, col, ks * mma::kK); },
+      [&](int r, int i, float x) { s.dA[n * kC * kC + r * kC + i] = to_bf16(i < r ? -x : 0.0f); });
+}
+
+// ---------------------------------------------------------------------------
+// bwd.bk1, second kernel: the token gradients dq dk db dg. The pairwise
+// decays exp(G_r - G_i) of M and A come back as four sums per element:
+//   rows (r):    dQM_r = sum_{i<=r} dM_ri e_ri k_i    dBK_r = sum_{i<r} dA_ri e_ri k_i
+//   columns (i): dKM_i = sum_{r>=i} dM_ri e_ri q_r    dKA_i = sum_{r>i} dA_ri e_ri (b*k)_r
+// The 16-row blocks below the diagonal on the tensor cores through a
+// reference row n (exp(G_r - G_i) = exp(G_r - G_n) exp(G_n - G_i), both <= 1):
+// the row sums of block R through n = 16 R, the column sums of block I
+// through n = 16 I + 15; the diagonal blocks pair by pair in f32. Then, per
+// element (with E = exp G, Kdec's decay D = exp(G_C - G)):
+//   dq = dQg E + dQM            db = (dBK + dY E) k
+//   dk = dY b E + dBK b + dKdec D + dKM + dKA
+//   dG = (dQg E + dQM) q + (dY E + dBK) b k - dKdec k D - (dKM + dKA) k
+// and the chunk end's G_C collects sum_j dKdec_j k_j D_j + d_decay_end exp(G_C);
+// dg is the reverse cumulative sum of dG.
+// ---------------------------------------------------------------------------
+
+template <int KP>
+struct TokensLayout {
+  static constexpr int kH = KP + kPad;  // bf16 rows of a chunk's channels
+  static constexpr int kF = KP + 1;     // f32 rows (odd: no bank conflicts)
+  static constexpr int kD = kC + kPad;  // rows of dM and dA
+  static constexpr std::size_t kBytes =
+      sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * 3 * kC * kF;
+};
+
+template <class In, int KP>
+__global__ void __launch_bounds__(TcConfig::kIntraThreads)
+    tc_bwd_tokens(DeviceProblem p, TcScratch s, int num_chunks) {
+  using L = TokensLayout<KP>;
+  constexpr int kTiles = KP / 2 / mma::kN;
+  extern __shared__ __align__(16) unsigned char shared[];
+  float* G = reinterpret_cast<float*>(shared);  // [r][k]
+  float* dKs = G + kC * L::kF;                  // the row part of dk, [r][k]
+  float* dGs = dKs + kC * L::kF;                // dG, [r][k]
+  bf16* Q = reinterpret_cast<bf16*>(dGs + kC * L::kF);
+  bf16* Kk = Q + kC * L::kH;
+  bf16* Bg = Kk + kC * L::kH;
+  bf16* dM = Bg + kC * L::kH;  // [r][i]
+  bf16* dA = dM + kC * L::kD;  // [r][i]
+
+  const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
+  const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const mma::Lane l = mma::lane();
+  auto f = [](const bf16* x, int at) { return __bfloat162float(x[at]); };
+
+  copy_rows(dM, L::kD, s.dM + n * kC * kC, kC, kC, kC);
+  copy_rows(dA, L::kD, s.dA + n * kC * kC, kC, kC, kC);
+  mma::copy_async_commit();
+  load_row_pairs<In, KP>(p, p.q, p.k, p.K, b, h, t0, [&](int r, int i, float q, float k) {
+    Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
+  });
+  load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
+    G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
+  });
+  mma::copy_async_wait_all();
+  __syncthreads();
+  cumulative_decay(p, G, L::kF, KP);
+  __syncthreads();
+
+  const int blk = warp % kBlocks, col0 = warp / kBlocks * KP / 2;
+  // The block row and channel of element e of the warp's tile j.
+  auto row_of = [&](int e) { return kBlock * blk + mma::acc_row(l, e); };
+  auto channel_of = [&](int j, int e) { return col0 + j * mma::kN + mma::acc_col(l, e); };
+
+  // The rows of block R = blk: dQM and dBK, then every term of the row.
+  {
+    const int ref = kBlock * blk;
+    Acc dQM[kTiles], dBK[kTiles];
+    for (int I = 0; I < blk; ++I) {
+      const FragA fm = mma::load_a(dM, L::kD, ref, kBlock * I);
+      const FragA fa = mma::load_a(dA, L::kD, ref, kBlock * I);
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        const int k = col0 + j * mma::kN + l.g;
+        FragB fk;
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          const int i = kBlock * I + 2 * l.t + 8 * jj;
+          fk.r[jj] = mma::pack(
+              f(Kk, i * L::kH + k) * __expf(G[ref * L::kF + k] - G[i * L::kF + k]),
+              f(Kk, (i + 1) * L::kH + k) * __expf(G[ref * L::kF + k] - G[(i + 1) * L::kF + k]));
+        }
+        mma::mma(dQM[j], fm, fk);
+        mma::mma(dBK[j], fa, fk);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row_of(e), k = channel_of(j, e);
+        const float Gr = G[r * L::kF + k], to_ref = __expf(Gr - G[ref * L::kF + k]);
+        float qm = dQM[j].c[e] * to_ref, bk = dBK[j].c[e] * to_ref;
+        for (int i = ref; i <= r; ++i) {  // the diagonal block
+          const float ek = __expf(Gr - G[i * L::kF + k]) * f(Kk, i * L::kH + k);
+          qm += f(dM, r * L::kD + i) * ek;
+          bk += f(dA, r * L::kD + i) * ek;  // dA_rr = 0
+        }
+        const float q = f(Q, r * L::kH + k), key = f(Kk, r * L::kH + k),
+                    beta = f(Bg, r * L::kH + k);
+        const float E = __expf(Gr), D = __expf(G[(kC - 1) * L::kF + k] - Gr);
+        const float dqg = s.dQg[nKP + r * KP + k], dy = s.dY[nKP + r * KP + k];
+        const float dkdec = s.dKdec[nKP + r * KP + k];
+        dKs[r * L::kF + k] = dy * beta * E + bk * beta + dkdec * D;
+        dGs[r * L::kF + k] = (dqg * E + qm) * q + (dy * E + bk) * beta * key - dkdec * key * D;
+        if (t0 + r < p.T && k < p.K) {
+          const std::size_t at = token_offset(p.T, p.H, p.K, b, t0 + r, h, k);
+          p.dq[at] = dqg * E + qm;
+          p.db[at] = (bk + dy * E) * key;
+        }
+      }
+  }
+  __syncthreads();
+
+  // The columns of block I = blk: dKM and dKA, then dk and the rest of dG.
+  {
+    const int ref = kBlock * blk + kBlock - 1;
+    Acc dKM[kTiles], dKA[kTiles];
+    for (int R = blk + 1; R < kBlocks; ++R) {
+      const FragA fm = mma::load_a_t(dM, L::kD, kBlock * blk, kBlock * R);
+      const FragA fa = mma::load_a_t(dA, L::kD, kBlock * blk, kBlock * R);
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        const int k = col0 + j * mma::kN + l.g;
+        FragB fq, fbk;
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          const int r = kBlock * R + 2 * l.t + 8 * jj;
+          const float e0 = __expf(G[r * L::kF + k] - G[ref * L::kF + k]);
+          const float e1 = __expf(G[(r + 1) * L::kF + k] - G[ref * L::kF + k]);
+          fq.r[jj] = mma::pack(f(Q, r * L::kH + k) * e0, f(Q, (r + 1) * L::kH + k) * e1);
+          fbk.r[jj] = mma::pack(f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k) * e0,
+                                f(Bg, (r + 1) * L::kH + k) * f(Kk, (r + 1) * L::kH + k) * e1);
+        }
+        mma::mma(dKM[j], fm, fq);
+        mma::mma(dKA[j], fa, fbk);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = row_of(e), k = channel_of(j, e);
+        const float Gi = G[i * L::kF + k], from_ref = __expf(G[ref * L::kF + k] - Gi);
+        float km = dKM[j].c[e] * from_ref, ka = dKA[j].c[e] * from_ref;
+        for (int r = i; r <= ref; ++r) {  // the diagonal block
+          const float e_ri = __expf(G[r * L::kF + k] - Gi);
+          km += f(dM, r * L::kD + i) * e_ri * f(Q, r * L::kH + k);
+          ka += f(dA, r * L::kD + i) * e_ri * f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k);
+        }
+        dGs[i * L::kF + k] -= (km + ka) * f(Kk, i * L::kH + k);
+        if (t0 + i < p.T && k < p.K)
+          p.dk[token_offset(p.T, p.H, p.K, b, t0 + i, h, k)] = dKs[i * L::kF + k] + km + ka;
+      }
+  }
+  __syncthreads();
+
+  // dg: the reverse cumulative sum of dG, a channel per thread, the chunk
+  // end's terms at the last row.
+  for (int k = tid; k < KP; k += blockDim.x) {
+    const float G_end = G[(kC - 1) * L::kF + k];
+    float running = s.d_decay_end[n * KP + k] * s.decay_end[n * KP + k];
+    for (int j = 0; j < kC; ++j)
+      running +=
+          s.dKdec[nKP + j * KP + k] * f(Kk, j * L::kH + k) * __expf(G_end - G[j * L::kF + k]);
+    for (int r = kC - 1; r >= 0; --r) {
+      running += dGs[r * L::kF + k];
+      if (t0 + r < p.T && k < p.K)
+        p.dg[token_offset(p.T, p.H, p.K, b, t0 + r, h, k)] =
+            DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------
 
@@ -681,6 +1197,48 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   }
 }
 
+template <class In, int KP, int VP>
+void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
+                     LaunchLog* log, bool synchronous) {
+  const int num_chunks = (p.T + kC - 1) / kC;
+  const dim3 chunk_grid(num_chunks, p.B * p.H);
+  const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
+  auto check = [&](const char* what) {
+    CUDA_CHECK(cudaGetLastError(), what, p);
+    if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
+  };
+  static const bool ready = [&] {
+    allow_shared(tc_bwd_state<KP, VP>, Bk2Layout<KP>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_products<In, KP, VP>, ProductsLayout<KP, VP>::kBytes, "tc_bwd_products", p);
+    allow_shared(tc_bwd_tokens<In, KP>, TokensLayout<KP>::kBytes, "tc_bwd_tokens", p);
+    return true;
+  }();
+  (void)ready;
+  tc_bwd_state<KP, VP>
+      <<<state_grid, TcConfig::kStateThreads, Bk2Layout<KP>::kBytes, stream>>>(p, s, num_chunks);
+  check("tc_bwd_state");
+  if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
+  tc_bwd_products<In, KP, VP>
+      <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP>::kBytes, stream>>>(p, s,
+                                                                                        num_chunks);
+  check("tc_bwd_products");
+  if (log) log->note("bwd.bk1", "tc_bwd_products");
+  tc_bwd_tokens<In, KP>
+      <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s, num_chunks);
+  check("tc_bwd_tokens");
+  if (log) log->note("bwd.bk1", "tc_bwd_tokens");
+}
+
+template <class In>
+void dispatch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
+                       LaunchLog* log, bool synchronous) {
+  const int KP = padded(p.K), VP = padded(p.V);
+  if (KP == 64 && VP == 64) return launch_backward<In, 64, 64>(p, s, stream, log, synchronous);
+  if (KP == 64 && VP == 128) return launch_backward<In, 64, 128>(p, s, stream, log, synchronous);
+  if (KP == 128 && VP == 64) return launch_backward<In, 128, 64>(p, s, stream, log, synchronous);
+  return launch_backward<In, 128, 128>(p, s, stream, log, synchronous);
+}
+
 template <class In>
 void dispatch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
                       LaunchLog* log, bool synchronous, unsigned stages) {
@@ -694,17 +1252,24 @@ void dispatch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t s
   return launch_forward<In, 128, 128>(p, s, stream, log, synchronous, stages);
 }
 
-// The scratch buffers' sizes in elements, each rounded up to 256 bytes.
+// The scratch buffers' sizes in elements, each rounded up to 256 bytes (the
+// backward's zero unless asked for).
 struct ScratchSizes {
-  std::size_t Wt, Ut, KdecT, Qg, M, UT, S0T, decay_end;
+  std::size_t Wt, Ut, KdecT, Qg, M, UT, S0T, Tinv, decay_end;
+  std::size_t dS_endT, dU, dM, dA, dQg, dY, dKdec, d_decay_end;
 };
-ScratchSizes scratch_sizes(const DeviceProblem& p) {
+ScratchSizes scratch_sizes(const DeviceProblem& p, bool backward) {
   const std::size_t chunks = static_cast<std::size_t>(p.B) * p.H * ((p.T + kC - 1) / kC);
   const std::size_t KP = padded(p.K), VP = padded(p.V);
   auto round = [](std::size_t elements) { return (elements + 127) / 128 * 128; };
-  return {round(chunks * kC * KP), round(chunks * kC * VP), round(chunks * KP * kC),
-          round(chunks * kC * KP), round(chunks * kC * kC), round(chunks * VP * kC),
-          round(chunks * VP * KP), round(chunks * KP)};
+  const std::size_t bwd = backward ? 1 : 0;
+  return {
+      round(chunks * kC * KP),       round(chunks * kC * VP),       round(chunks * KP * kC),
+      round(chunks * kC * KP),       round(chunks * kC * kC),       round(chunks * VP * kC),
+      round(chunks * VP * KP),       round(chunks * kC * kC),       round(chunks * KP),
+      bwd * round(chunks * VP * KP), bwd * round(chunks * kC * VP), bwd * round(chunks * kC * kC),
+      bwd * round(chunks * kC * kC), bwd * round(chunks * kC * KP), bwd * round(chunks * kC * KP),
+      bwd * round(chunks * kC * KP), bwd * round(chunks * KP)};
 }
 
 }  // namespace
@@ -718,24 +1283,31 @@ std::string TcConfig::supports(int B, int H, int K, int V, int chunk) {
   return "";
 }
 
-std::size_t tc_scratch_bytes(const DeviceProblem& p) {
-  const ScratchSizes z = scratch_sizes(p);
-  return sizeof(bf16) * (z.Wt + z.Ut + z.KdecT + z.Qg + z.M + z.UT + z.S0T) +
-         sizeof(float) * z.decay_end;
+std::size_t tc_scratch_bytes(const DeviceProblem& p, bool backward) {
+  const ScratchSizes z = scratch_sizes(p, backward);
+  return sizeof(bf16) * (z.Wt + z.Ut + z.KdecT + z.Qg + z.M + z.UT + z.S0T + z.Tinv + z.dS_endT +
+                         z.dU + z.dM + z.dA) +
+         sizeof(float) * (z.decay_end + z.dQg + z.dY + z.dKdec + z.d_decay_end);
 }
 
-TcScratch carve_tc_scratch(const DeviceProblem& p, void* base) {
-  const ScratchSizes z = scratch_sizes(p);
+TcScratch carve_tc_scratch(const DeviceProblem& p, void* base, bool backward) {
+  const ScratchSizes z = scratch_sizes(p, backward);
   TcScratch s;
   auto* at = static_cast<bf16*>(base);
-  s.Wt = at, at += z.Wt;
-  s.Ut = at, at += z.Ut;
-  s.KdecT = at, at += z.KdecT;
-  s.Qg = at, at += z.Qg;
-  s.M = at, at += z.M;
-  s.UT = at, at += z.UT;
-  s.S0T = at, at += z.S0T;
-  s.decay_end = reinterpret_cast<float*>(at);
+  auto take = [&](bf16*& buffer, std::size_t elements) {
+    buffer = elements ? at : nullptr;
+    at += elements;
+  };
+  take(s.Wt, z.Wt), take(s.Ut, z.Ut), take(s.KdecT, z.KdecT), take(s.Qg, z.Qg), take(s.M, z.M);
+  take(s.UT, z.UT), take(s.S0T, z.S0T), take(s.Tinv, z.Tinv), take(s.dS_endT, z.dS_endT);
+  take(s.dU, z.dU), take(s.dM, z.dM), take(s.dA, z.dA);
+  auto* f = reinterpret_cast<float*>(at);  // every bf16 buffer is a multiple of 128 elements
+  auto take_f = [&](float*& buffer, std::size_t elements) {
+    buffer = elements ? f : nullptr;
+    f += elements;
+  };
+  take_f(s.decay_end, z.decay_end), take_f(s.dQg, z.dQg), take_f(s.dY, z.dY);
+  take_f(s.dKdec, z.dKdec), take_f(s.d_decay_end, z.d_decay_end);
   return s;
 }
 
@@ -747,11 +1319,23 @@ void launch_tc_forward(const DeviceProblem& p, const TcScratch& scratch, cudaStr
     dispatch_forward<float>(p, scratch, stream, log, synchronous, stages);
 }
 
+void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, cudaStream_t stream,
+                        LaunchLog* log, bool synchronous) {
+  if (!scratch.dU)
+    throw std::runtime_error("cuda-tc: the scratch was not carved for a backward (" + describe(p) +
+                             ")");
+  if (p.input == InputType::bf16)
+    dispatch_backward<__nv_bfloat16>(p, scratch, stream, log, synchronous);
+  else
+    dispatch_backward<float>(p, scratch, stream, log, synchronous);
+}
+
 void run_tc(const DeviceProblem& p, bool backward, LaunchLog& log) {
-  if (backward) throw std::runtime_error("cuda-tc has no backward yet (" + describe(p) + ")");
-  DeviceBuffer scratch((tc_scratch_bytes(p) + sizeof(float) - 1) / sizeof(float), "cuda-tc scratch",
-                       p);
-  launch_tc_forward(p, carve_tc_scratch(p, scratch.get()), nullptr, &log, true);
+  DeviceBuffer storage((tc_scratch_bytes(p, backward) + sizeof(float) - 1) / sizeof(float),
+                       "cuda-tc scratch", p);
+  const TcScratch scratch = carve_tc_scratch(p, storage.get(), backward);
+  launch_tc_forward(p, scratch, nullptr, &log, true);
+  if (backward) launch_tc_backward(p, scratch, nullptr, &log, true);
 }
 
 }  // namespace deltaproof::kernels::cuda

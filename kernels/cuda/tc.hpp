@@ -41,13 +41,24 @@ struct TcScratch {
   bf16* M = nullptr;           // [64][64], scale included
   bf16* UT = nullptr;          // [VP][64]
   bf16* S0T = nullptr;         // [VP][KP], the chunk's start state as the products read it
+  bf16* Tinv = nullptr;        // [64][64], (I + A)^-1
   float* decay_end = nullptr;  // [KP], exp(G_C)
+  // The backward's (null unless carved for a backward run):
+  bf16* dS_endT = nullptr;       // [VP][KP], the gradient wrt the chunk's end state (bwd.bk2)
+  bf16* dU = nullptr;            // [64][VP] (bwd.bk2)
+  bf16* dM = nullptr;            // [64][64], scale dO U^T, lower
+  bf16* dA = nullptr;            // [64][64], strictly lower
+  float* dQg = nullptr;          // [64][KP], scale dO S0^T
+  float* dY = nullptr;           // [64][KP], the gradient wrt B*K*exp G
+  float* dKdec = nullptr;        // [64][KP]
+  float* d_decay_end = nullptr;  // [KP]
 };
 
 // Bytes of scratch a problem needs; carve_tc_scratch lays the buffers out in
 // an allocation of that many bytes (256-byte aligned).
-std::size_t tc_scratch_bytes(const DeviceProblem& p);
-TcScratch carve_tc_scratch(const DeviceProblem& p, void* base);
+// With `backward`, the backward's buffers too.
+std::size_t tc_scratch_bytes(const DeviceProblem& p, bool backward = false);
+TcScratch carve_tc_scratch(const DeviceProblem& p, void* base, bool backward = false);
 
 // The forward's stages, as bits of a mask (a benchmark times one alone, on
 // scratch an earlier whole run filled).
@@ -59,8 +70,14 @@ enum TcStage : unsigned { kTcIntra = 1, kTcState = 2, kTcOutput = 4, kTcForward 
 void launch_tc_forward(const DeviceProblem& p, const TcScratch& scratch, CUstream_st* stream,
                        LaunchLog* log, bool synchronous, unsigned stages = kTcForward);
 
-// The backend's entry: allocates the scratch, runs the forward synchronously.
-// The backward is not written yet: throws std::runtime_error when asked.
+// The backward stages bwd.bk2 (with the glue: dS_end handed back, dh0) and
+// bwd.bk1 on scratch the forward filled (carved with `backward`), on `stream`;
+// checked as launch_tc_forward.
+void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, CUstream_st* stream,
+                        LaunchLog* log, bool synchronous);
+
+// The backend's entry: allocates the scratch, runs the forward (and the
+// backward) synchronously.
 void run_tc(const DeviceProblem& p, bool backward, LaunchLog& log);
 
 }  // namespace deltaproof::kernels::cuda

@@ -1,10 +1,11 @@
-// kernels/cuda/tc_capi.cu — cuda-tc's forward as a C function on device
-// pointers, built as a shared library (libdeltaproof_tc.so) so that a script
-// can run it on the same tensors as another kernel in one process and time
-// both with CUDA events (scripts/tc_vs_fla.py). The inputs are in gdn2 form
-// and FLA's layout (q k g b [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]); o and ht
-// are f32. No allocation and no synchronisation: the caller owns the scratch
-// (deltaproof_tc_scratch_bytes) and the stream.
+// kernels/cuda/tc_capi.cu — cuda-tc's forward, and its forward and backward,
+// as C functions on device pointers, built as a shared library (libdeltaproof_tc.so) so that a
+// script can run it on the same tensors as another kernel in one process and time both with CUDA
+// events (scripts/tc_vs_fla.py). The inputs are in gdn2 form and FLA's layout (q k g b [B,T,H,K], v
+// w [B,T,H,V], h0 [B,H,K,V]); o and ht are f32; the cotangents do and dht and every gradient are
+// f32 (db and dw in gdn2 form). No allocation and no synchronisation: the caller owns the scratch
+// (deltaproof_tc_scratch_bytes, deltaproof_tc_scratch_bytes_backward) and the
+// stream.
 #include <cstddef>
 #include <cstdio>
 #include <exception>
@@ -23,6 +24,11 @@ struct deltaproof_tc_problem {
   const float* h0;
   float* o;
   float* ht;
+};
+
+struct deltaproof_tc_gradients {
+  const float *d_o, *dht;
+  float *dq, *dk, *dv, *dg, *db, *dw, *dh0;
 };
 
 namespace {
@@ -44,6 +50,40 @@ std::size_t deltaproof_tc_scratch_bytes(const deltaproof_tc_problem* problem) {
            .empty())
     return 0;
   return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem));
+}
+
+// Bytes of scratch the forward and backward need; 0 when the shape is not supported.
+std::size_t deltaproof_tc_scratch_bytes_backward(const deltaproof_tc_problem* problem) {
+  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->B, problem->H, problem->K, problem->V,
+                                                     64)
+           .empty())
+    return 0;
+  return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem), true);
+}
+
+// Launches the forward, then the backward, on `stream`, with scratch of
+// deltaproof_tc_scratch_bytes_backward bytes. Returns 0, or 1 with a sentence
+// in `error`.
+int deltaproof_tc_forward_backward(const deltaproof_tc_problem* problem,
+                                   const deltaproof_tc_gradients* gradients, void* scratch,
+                                   void* stream, char* error, std::size_t error_size) {
+  try {
+    const std::string why = deltaproof::kernels::cuda::TcConfig::supports(
+        problem->B, problem->H, problem->K, problem->V, 64);
+    if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
+    auto p = device_problem(*problem);
+    p.d_o = gradients->d_o, p.dht = gradients->dht, p.dq = gradients->dq, p.dk = gradients->dk;
+    p.dv = gradients->dv, p.dg = gradients->dg, p.db = gradients->db, p.dw = gradients->dw;
+    p.dh0 = gradients->dh0;
+    const auto s = deltaproof::kernels::cuda::carve_tc_scratch(p, scratch, true);
+    auto* cu_stream = static_cast<CUstream_st*>(stream);
+    deltaproof::kernels::cuda::launch_tc_forward(p, s, cu_stream, nullptr, false);
+    deltaproof::kernels::cuda::launch_tc_backward(p, s, cu_stream, nullptr, false);
+    return 0;
+  } catch (const std::exception& e) {
+    if (error && error_size) std::snprintf(error, error_size, "%s", e.what());
+    return 1;
+  }
 }
 
 // Launches the forward on `stream` (a cudaStream_t, or null); `stages` picks

@@ -195,8 +195,7 @@ TEST(Contract, CudaChunkTakesDeterministicContractsAndCudaRecurrentNone) {
 
 // cuda-tc computes in the bf16 class and refuses what it cannot run, each
 // with a sentence naming itself, before the GPU is looked for: another
-// class's contract, a chunk size but 64, K or V past 128, B*H past a grid, the
-// backward.
+// class's contract, a chunk size but 64, K or V past 128, B*H past a grid.
 TEST(Contract, CudaTcRefusesWhatItCannotRunBeforeLookingForAGpu) {
   const auto names = kernels::backend_names();
   if (std::find(names.begin(), names.end(), "cuda-tc") == names.end())
@@ -223,7 +222,9 @@ TEST(Contract, CudaTcRefusesWhatItCannotRunBeforeLookingForAGpu) {
   KernelShape chunk16 = s;
   chunk16.chunk = 16;
   EXPECT_PRED2(contains, message(chunk16, Phase::fwd), "the chunk size must be 64");
-  EXPECT_PRED2(contains, message(s, Phase::bwd), "cuda-tc has no backward yet");
+  KernelShape wide = s;
+  wide.K = 160;
+  EXPECT_PRED2(contains, message(wide, Phase::bwd), "K and V must be from 1 to 128");
   KernelShape many_heads = s;  // refused before any buffer is touched
   many_heads.H = 70000;
   Buffers none;
@@ -315,6 +316,24 @@ TEST(NoiseBars, TheSameFixtureGivesTheSameBarsBitForBit) {
       EXPECT_EQ(na.chunk_alpha[g].lo, nb.chunk_alpha[g].lo) << name << " chunk " << g;
       EXPECT_EQ(na.chunk_alpha[g].hi, nb.chunk_alpha[g].hi) << name << " chunk " << g;
     }
+  }
+}
+
+// The bf16 ensemble's last member reads the token inputs and do in bf16, as a
+// kernel whose tensors arrive in bf16 does: on an f32 fixture it is another
+// member (a kernel that rounds q on load, like cuda-tc, is one of the class);
+// on a bf16 fixture, whose inputs are exact in bf16, it is the baseline.
+TEST(NoiseBars, TheInputsReadInBf16MemberDiffersOnAnF32FixtureOnly) {
+  const auto members = ensemble_members(Precision::bf16, 64);
+  ASSERT_TRUE(members.back().inputs_in_bf16) << members.back().name;
+  for (const DType dtype : {DType::F32, DType::BF16}) {
+    const Case c = make_case(Op::kda, dtype, 70, 16);
+    const NoiseModel model =
+        measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+    bool differs = false;
+    for (const auto& [name, noise] : model.terms)
+      differs = differs || noise.member_rel.back() != noise.member_rel.front();
+    EXPECT_EQ(differs, dtype == DType::F32) << (dtype == DType::F32 ? "f32" : "bf16");
   }
 }
 

@@ -1,5 +1,5 @@
 // tests/kernels/cuda_tc_test.cpp — cuda-tc on shapes no committed fixture has,
-// judged as its gates judge it: each problem is drawn by the oracle, the f64
+// forward and backward, judged as its gates judge it: each problem is drawn by the oracle, the f64
 // oracle is the reference, and the bf16 class's noise on that problem sets each
 // term's bar and bias band (gates/noise.hpp, as `gate check --precision bf16`).
 // Every case also checks that no output element is left unwritten (outputs are
@@ -57,14 +57,16 @@ TEST_P(CudaTc, GreenAtTheBf16ClassEveryElementWrittenTheSameBitsTwice) {
   Buffers inputs;
   for (const auto& [name, values] : problem.values)
     inputs[name] = std::vector<float>(values.begin(), values.end());
-  const auto reference = oracle::evaluate<double>(problem, false, 0).tensors;
+  const auto reference = oracle::evaluate<double>(problem, true, 0).tensors;
 
   const kernels::Backend& tc = kernels::find_backend("cuda-tc");
   auto run = [&] {
-    Buffers out = kernels::allocate_outputs(shape, Phase::fwd, NAN);
+    Buffers out = kernels::allocate_outputs(shape, Phase::bwd, NAN);
     kernels::ExecutionRecord record;
-    tc.run(shape, inputs, Phase::fwd, out, record);
-    EXPECT_TRUE(record.ran("fwd.intra") && record.ran("fwd.inter") && record.ran("fwd.output"));
+    tc.run(shape, inputs, Phase::bwd, out, record);
+    for (const char* stage :
+         {"fwd.intra", "fwd.inter", "fwd.output", "bwd.bk2", "bwd.bk1", "bwd.glue"})
+      EXPECT_TRUE(record.ran(stage)) << stage;
     return out;
   };
   const Buffers first = run(), second = run();
@@ -79,8 +81,8 @@ TEST_P(CudaTc, GreenAtTheBf16ClassEveryElementWrittenTheSameBitsTwice) {
     candidate[name] = std::vector<double>(values.begin(), values.end());
   }
   const gates::NoiseModel noise =
-      gates::measure_noise(shape, inputs, Phase::fwd, reference, kernels::Precision::bf16);
-  const auto terms = gates::judge_against_noise(shape, Phase::fwd, noise, candidate, reference);
+      gates::measure_noise(shape, inputs, Phase::bwd, reference, kernels::Precision::bf16);
+  const auto terms = gates::judge_against_noise(shape, Phase::bwd, noise, candidate, reference);
   for (const auto& t : terms) {
     std::printf("[measured] %s %s rel %.3e bar %.3e\n", c.name, t.term.c_str(), t.rel, t.bar);
     EXPECT_EQ(t.status, gates::TermStatus::pass) << c.name << ": " << t.message;
