@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/metric.hpp"
+#include "core/rng.hpp"
 #include "kernels/cpu/backends.hpp"
 
 namespace deltaproof::gates {
@@ -69,8 +70,12 @@ std::vector<EnsembleMember> ensemble_members(Precision precision, int chunk) {
     PrecisionContract f32_outputs = nearest;
     f32_outputs.outputs = false;
     members.push_back({"outputs kept f32", f32_outputs, chunk});
-    // an f32 fixture's inputs read in bf16 (on a bf16 fixture, the baseline)
-    members.push_back({"inputs read in bf16", nearest, chunk, false, true});
+    // an f32 fixture's inputs read in bf16, and the problem's sensitivity to
+    // them at that precision (on a bf16 fixture, each the baseline)
+    members.push_back({"inputs read in bf16", nearest, chunk, false, Rounding::nearest_even});
+    for (std::uint64_t stream : {1, 2})
+      members.push_back({fmt::format("inputs stochastically rounded to bf16, stream {}", stream),
+                         nearest, chunk, false, Rounding::stochastic, stream});
   }
   return members;
 }
@@ -121,11 +126,18 @@ Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
   Buffers in = inputs;
   if (member.channels_reversed)
     for (auto& [name, values] : in) reverse_channels(s, name, values);
-  if (member.inputs_in_bf16)
-    for (const char* name : {"q", "k", "v", "b", "w", "beta", "do"})
-      if (auto it = in.find(name); it != in.end())
-        for (float& x : it->second)
-          x = kernels::round_float(x, Precision::bf16, Rounding::nearest_even, 0);
+  if (member.inputs_in_bf16) {
+    std::uint64_t tensor = 0;
+    for (const char* name : {"q", "k", "v", "b", "w", "beta", "do"}) {
+      ++tensor;
+      auto it = in.find(name);
+      if (it == in.end()) continue;
+      Rng bits(member.inputs_stream, tensor);  // one stream per member and tensor
+      for (float& x : it->second)
+        x = kernels::round_float(x, Precision::bf16, *member.inputs_in_bf16,
+                                 static_cast<std::uint32_t>(bits.next_u64() >> 32));
+    }
+  }
   Buffers out = kernels::allocate_outputs(s, phase, 0.0f);
   kernels::ExecutionRecord record;
   kernels::cpu::chunk_backend().run(s, in, phase, out, record);

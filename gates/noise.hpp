@@ -17,6 +17,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,14 @@ struct EnsembleMember {
   kernels::PrecisionContract contract;
   int chunk = 64;
   bool channels_reversed = false;  // K and V channels in reverse order: another summation order
-  // the token inputs q k v b w beta and the cotangent do read in bf16, as a
-  // kernel whose tensors arrive in bf16 reads an f32 fixture's (g and the
-  // states h0, dht stay f32, as FLA takes them)
-  bool inputs_in_bf16 = false;
+  // The token inputs q k v b w beta and the cotangent do rounded to bf16
+  // before anything (g and the states h0, dht stay f32, as FLA takes them),
+  // when set: to nearest, as a kernel whose tensors arrive in bf16 reads an
+  // f32 fixture's; stochastically (stream inputs_stream), the problem's own
+  // sensitivity to its inputs at bf16 precision. A bf16 fixture's inputs are
+  // exact in bf16: either leaves them as they are.
+  std::optional<kernels::Rounding> inputs_in_bf16 = std::nullopt;
+  std::uint64_t inputs_stream = 0;
 };
 // The class's members for a fixture of chunk size `chunk`; the first is the
 // baseline (round to nearest even at every point the class allows).

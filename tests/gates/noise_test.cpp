@@ -319,21 +319,29 @@ TEST(NoiseBars, TheSameFixtureGivesTheSameBarsBitForBit) {
   }
 }
 
-// The bf16 ensemble's last member reads the token inputs and do in bf16, as a
-// kernel whose tensors arrive in bf16 does: on an f32 fixture it is another
-// member (a kernel that rounds q on load, like cuda-tc, is one of the class);
-// on a bf16 fixture, whose inputs are exact in bf16, it is the baseline.
-TEST(NoiseBars, TheInputsReadInBf16MemberDiffersOnAnF32FixtureOnly) {
+// The bf16 ensemble's last three members read the token inputs and do in bf16:
+// to nearest, as a kernel whose tensors arrive in bf16 does (a kernel that
+// rounds q on load, like cuda-tc, is one of the class), and stochastically,
+// the problem's own sensitivity to its inputs at that precision. On an f32
+// fixture each is another member; on a bf16 fixture, whose inputs are exact in
+// bf16, each is the baseline.
+TEST(NoiseBars, TheInputsInBf16MembersDifferOnAnF32FixtureOnly) {
   const auto members = ensemble_members(Precision::bf16, 64);
-  ASSERT_TRUE(members.back().inputs_in_bf16) << members.back().name;
+  std::vector<std::size_t> reading;
+  for (std::size_t m = 0; m < members.size(); ++m)
+    if (members[m].inputs_in_bf16) reading.push_back(m);
+  ASSERT_EQ(reading.size(), 3u);
   for (const DType dtype : {DType::F32, DType::BF16}) {
     const Case c = make_case(Op::kda, dtype, 70, 16);
     const NoiseModel model =
         measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
-    bool differs = false;
-    for (const auto& [name, noise] : model.terms)
-      differs = differs || noise.member_rel.back() != noise.member_rel.front();
-    EXPECT_EQ(differs, dtype == DType::F32) << (dtype == DType::F32 ? "f32" : "bf16");
+    for (std::size_t m : reading) {
+      bool differs = false;
+      for (const auto& [name, noise] : model.terms)
+        differs = differs || noise.member_rel[m] != noise.member_rel.front();
+      EXPECT_EQ(differs, dtype == DType::F32)
+          << members[m].name << (dtype == DType::F32 ? ", f32" : ", bf16");
+    }
   }
 }
 
