@@ -133,38 +133,36 @@ def main():
         return x
 
     scratch_cache = {}
-    def tc_forward(x, o, ht, stages=7):
-        p = Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
-                    x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(), x["w"].data_ptr(),
-                    x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
-        size = lib.deltaproof_tc_scratch_bytes(ctypes.byref(p))
+    def problem_of(x, o, ht):
+        return Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
+                       x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(),
+                       x["w"].data_ptr(), x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
+
+    def launch(size_of, p, invoke):
+        """invoke(problem, scratch, stream, error) runs one of the library's launches with
+        scratch of size_of(problem) bytes (allocated once per size) on the current stream;
+        a failure exits with the library's sentence."""
+        size = size_of(ctypes.byref(p))
         if size == 0:
             sys.exit(f"tc_vs_fla.py: cuda-tc does not run K={K} V={V}")
         if size not in scratch_cache:
             scratch_cache[size] = torch.empty(size, dtype=torch.uint8, device=dev)
         error = ctypes.create_string_buffer(512)
         stream = torch.cuda.current_stream().cuda_stream
-        if lib.deltaproof_tc_forward(ctypes.byref(p), scratch_cache[size].data_ptr(), stream,
-                                     stages, error, 512) != 0:
+        if invoke(ctypes.byref(p), scratch_cache[size].data_ptr(), stream, error) != 0:
             sys.exit(f"tc_vs_fla.py: cuda-tc: {error.value.decode()}")
 
+    def tc_forward(x, o, ht, stages=7):
+        launch(lib.deltaproof_tc_scratch_bytes, problem_of(x, o, ht),
+               lambda p, scratch, stream, error:
+               lib.deltaproof_tc_forward(p, scratch, stream, stages, error, 512))
+
     def tc_forward_backward(x, o, ht, grads):
-        p = Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
-                    x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(), x["w"].data_ptr(),
-                    x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
         gr = Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
                        *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
-        size = lib.deltaproof_tc_scratch_bytes_backward(ctypes.byref(p))
-        if size == 0:
-            sys.exit(f"tc_vs_fla.py: cuda-tc does not run K={K} V={V}")
-        if size not in scratch_cache:
-            scratch_cache[size] = torch.empty(size, dtype=torch.uint8, device=dev)
-        error = ctypes.create_string_buffer(512)
-        stream = torch.cuda.current_stream().cuda_stream
-        if lib.deltaproof_tc_forward_backward(ctypes.byref(p), ctypes.byref(gr),
-                                              scratch_cache[size].data_ptr(), stream, error,
-                                              512) != 0:
-            sys.exit(f"tc_vs_fla.py: cuda-tc: {error.value.decode()}")
+        launch(lib.deltaproof_tc_scratch_bytes_backward, problem_of(x, o, ht),
+               lambda p, scratch, stream, error: lib.deltaproof_tc_forward_backward(
+                   p, ctypes.byref(gr), scratch, stream, error, 512))
 
     def fla_call(op, x, backward):
         g = x["g"].float()

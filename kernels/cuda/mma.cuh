@@ -110,6 +110,17 @@ __device__ inline void mma(Acc& d, const FragA& a, const FragB& b) {
 #endif
 }
 
+// acc[j] += sum over ks in [first, last) of a(ks) b(ks, j): a warp's strip of
+// kTiles 16 x 8 tiles along n, each step's A fragment read once for all of them.
+template <int kTiles, class LoadA, class LoadB>
+__device__ inline void accumulate(Acc (&acc)[kTiles], int first, int last, LoadA a, LoadB b) {
+  for (int ks = first; ks < last; ++ks) {
+    const FragA fa = a(ks);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) mma(acc[j], fa, b(ks, j));
+  }
+}
+
 // 16 bytes from global to shared memory without passing through registers
 // (cp.async, sm_80); commit and wait group them.
 __device__ inline void copy_async_16(void* shared, const void* global) {

@@ -420,13 +420,11 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   auto product = [&](auto columns, const bf16* operand_t, bf16* out) {
     constexpr int kCols = decltype(columns)::value, kTiles = kCols / 2 / mma::kN;
     Acc acc[kTiles];
-    for (int ks = 0; ks <= mt; ++ks) {
-      const FragA fa = mma::load_a(Tb, L::kB, kBlock * mt, ks * mma::kK);
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j)
-        mma::mma(acc[j], fa,
-                 mma::load_b(operand_t, L::kB, half * kCols / 2 + j * mma::kN, ks * mma::kK));
-    }
+    mma::accumulate(
+        acc, 0, mt + 1, [&](int ks) { return mma::load_a(Tb, L::kB, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int j) {
+          return mma::load_b(operand_t, L::kB, half * kCols / 2 + j * mma::kN, ks * mma::kK);
+        });
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
@@ -445,6 +443,30 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 // fwd.inter: the state recurrence over chunks, a tile of kVTile state columns
 // per block. Warp w holds rows [w KP/4, (w+1) KP/4) of S in registers (f32).
 // ---------------------------------------------------------------------------
+
+// A warp's part of a KP x kVTile state tile in registers (f32): fwd.inter's S
+// and bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
+template <int KP>
+struct StateTile {
+  static constexpr int kRows = KP / 4, kMT = kRows / mma::kM;
+  static constexpr int kNT = TcConfig::kVTile / mma::kN;
+  Acc a[kMT][kNT];
+  // body(element, k, j) for each of the warp's elements: row k of the state,
+  // column j of the block's tile.
+  template <class Body>
+  __device__ void for_each(Body body) {
+    const int warp = threadIdx.x / 32;
+    const mma::Lane l = mma::lane();
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          body(a[mt][nt].c[e], warp * kRows + mt * mma::kM + mma::acc_row(l, e),
+               nt * mma::kN + mma::acc_col(l, e));
+  }
+};
 
 template <int KP>
 struct StateLayout {
@@ -502,19 +524,8 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_commit();
   };
 
-  // The warp's part of S, and body(element, k, j) for each of its elements:
-  // row k of the state, column j of the block's tile.
-  Acc S[kMT][kNT];
-  auto for_state = [&](auto body) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          body(S[mt][nt].c[e], warp * kRows + mt * mma::kM + mma::acc_row(l, e),
-               nt * mma::kN + mma::acc_col(l, e));
-  };
+  StateTile<KP> S;
+  auto for_state = [&](auto body) { S.for_each(body); };
   auto load_h0 = [&] {
     const bool ignored = DP_FAULT(p.faults, h0_ignored);
     for_state([&](float& x, int k, int j) {
@@ -544,12 +555,10 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
 
     // U = Ut - Wt S0: warp w takes rows [16 w, 16 w + 16).
     Acc WtS[kNT];
-    for (int ks = 0; ks < KP / mma::kK; ++ks) {
-      const FragA fa = mma::load_a(in.Wt, L::kW, warp * mma::kM, ks * mma::kK);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-        mma::mma(WtS[nt], fa, mma::load_b(ST, L::kW, nt * mma::kN, ks * mma::kK));
-    }
+    mma::accumulate(
+        WtS, 0, KP / mma::kK,
+        [&](int ks) { return mma::load_a(in.Wt, L::kW, warp * mma::kM, ks * mma::kK); },
+        [&](int ks, int nt) { return mma::load_b(ST, L::kW, nt * mma::kN, ks * mma::kK); });
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -574,7 +583,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
         const FragA fa = mma::load_a(in.KdecT, L::kD, warp * kRows + mt * mma::kM, ks * mma::kK);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
-          mma::mma(S[mt][nt], fa, mma::load_b(UT, L::kD, nt * mma::kN, ks * mma::kK));
+          mma::mma(S.a[mt][nt], fa, mma::load_b(UT, L::kD, nt * mma::kN, ks * mma::kK));
       }
   }
 
@@ -716,17 +725,8 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
-  Acc dS[kMT][kNT];
-  auto for_state = [&](auto body) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          body(dS[mt][nt].c[e], warp * kRows + mt * mma::kM + mma::acc_row(l, e),
-               nt * mma::kN + mma::acc_col(l, e));
-  };
+  StateTile<KP> dS;
+  auto for_state = [&](auto body) { dS.for_each(body); };
   const bool dht_ignored = DP_FAULT(p.faults, dht_ignored);
   for_state([&](float& x, int k, int j) {
     const int v = v0 + j;
@@ -757,18 +757,14 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     // upper triangular (M_ri = 0 for i > r).
     {
       Acc acc[kNT];
-      for (int ks = warp; ks < kC / mma::kK; ++ks) {
-        const FragA fa = mma::load_a_t(M, L::kD, warp * mma::kM, ks * mma::kK);
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
-          mma::mma(acc[nt], fa, mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN));
-      }
-      for (int ks = 0; ks < KP / mma::kK; ++ks) {
-        const FragA fa = mma::load_a_t(KdecT, L::kD, warp * mma::kM, ks * mma::kK);
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
-          mma::mma(acc[nt], fa, mma::load_b(dST, L::kW, nt * mma::kN, ks * mma::kK));
-      }
+      mma::accumulate(
+          acc, warp, kC / mma::kK,
+          [&](int ks) { return mma::load_a_t(M, L::kD, warp * mma::kM, ks * mma::kK); },
+          [&](int ks, int nt) { return mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN); });
+      mma::accumulate(
+          acc, 0, KP / mma::kK,
+          [&](int ks) { return mma::load_a_t(KdecT, L::kD, warp * mma::kM, ks * mma::kK); },
+          [&](int ks, int nt) { return mma::load_b(dST, L::kW, nt * mma::kN, ks * mma::kK); });
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -793,7 +789,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
         const FragA fw = mma::load_a_t(Wt, L::kW, k0, ks * mma::kK);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          mma::mma(dS[mt][nt], fq, mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN));
+          mma::mma(dS.a[mt][nt], fq, mma::load_b_n(dO, L::kO, ks * mma::kK, nt * mma::kN));
           mma::mma(WtdU[mt][nt], fw, mma::load_b_n(dU, L::kO, ks * mma::kK, nt * mma::kN));
         }
       }
@@ -802,7 +798,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) dS[mt][nt].c[e] -= WtdU[mt][nt].c[e];
+        for (int e = 0; e < 4; ++e) dS.a[mt][nt].c[e] -= WtdU[mt][nt].c[e];
     if (c > 0 && DP_FAULT(p.faults, ds_not_handed_back))
       for_state([&](float& x, int, int) { x = 0.0f; });
   }
@@ -877,16 +873,9 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
     constexpr int kCols = decltype(columns)::value, kTiles = kCols / 2 / mma::kN;
     const int col0 = half * kCols / 2;
     Acc acc[kTiles];
-    for (int ks = first1; ks < steps1; ++ks) {
-      const FragA fa = a1(ks);
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) mma::mma(acc[j], fa, b1(ks, col0 + j * mma::kN));
-    }
-    for (int ks = 0; ks < steps2; ++ks) {
-      const FragA fa = a2(ks);
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) mma::mma(acc[j], fa, b2(ks, col0 + j * mma::kN));
-    }
+    mma::accumulate(acc, first1, steps1, a1,
+                    [&](int ks, int j) { return b1(ks, col0 + j * mma::kN); });
+    mma::accumulate(acc, 0, steps2, a2, [&](int ks, int j) { return b2(ks, col0 + j * mma::kN); });
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
