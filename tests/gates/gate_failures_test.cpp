@@ -22,6 +22,7 @@
 #include "gates/registry.hpp"
 #include "gates/runner.hpp"
 #include "oracle/fixture.hpp"
+#include "tests/bf16_family.hpp"
 
 namespace deltaproof::gates {
 namespace {
@@ -577,15 +578,7 @@ TEST(MetamorphicCanFail, AShortCallThatDropsH0FailsSplitCallInsideAChunk) {
 // Run here with cpu-chunk in its place (no GPU needed): the f32 twin is green;
 // o scaled by 1.01, under the bf16 bar (about 1.6e-2 here), is red by its bias.
 GateResult run_as_bf16_family(const kernels::Backend& backend) {
-  Family family = *registered("gdn2.cuda-tc.t64-c64.fwd").family;
-  family.needs_gpu = false;
-  family.fwd_stages = {"fwd.intra", "fwd.inter"};  // cpu-chunk's
-  Gate gate = registered("gdn2.cuda-tc.t64-c64.fwd");
-  gate.family = &family;
-  RunOptions options;
-  options.fixtures_dir = kFixtures;
-  options.backend = &backend;
-  return run_gate(gate, options);
+  return deltaproof::testing::run_as_bf16_family(registered("gdn2.cuda-tc.t64-c64.fwd"), backend);
 }
 
 TEST(GateCanFail, ABf16FamilyGateJudgesByTheClassNoiseAndSeesA1PercentBias) {

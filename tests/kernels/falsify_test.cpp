@@ -12,6 +12,7 @@
 #include "gates/registry.hpp"
 #include "gates/runner.hpp"
 #include "kernels/faults.hpp"
+#include "tests/bf16_family.hpp"
 #include "tests/kernels/bars.hpp"
 #include "tests/kernels/fixture_compare.hpp"
 
@@ -107,16 +108,8 @@ gates::GateResult run_bf16_gate(const std::string& name, const std::string& faul
   const gates::Gate* found = nullptr;
   for (const auto& g : all) found = g.name == name ? &g : found;
   if (!found) throw std::runtime_error("no gate " + name);
-  gates::Family family = *found->family;
-  family.needs_gpu = false;
-  family.fwd_stages = {"fwd.intra", "fwd.inter"};  // cpu-chunk's
-  gates::Gate gate = *found;
-  gate.family = &family;
-  gates::RunOptions options;
-  options.fixtures_dir = std::filesystem::path(DELTAPROOF_SOURCE_DIR) / "fixtures";
-  options.backend = &kernels::find_backend("cpu-chunk");
   gates::set_active_fault(fault);
-  gates::GateResult r = gates::run_gate(gate, options);
+  gates::GateResult r = run_as_bf16_family(*found, kernels::find_backend("cpu-chunk"));
   gates::set_active_fault("none");
   return r;
 }
