@@ -58,6 +58,21 @@ def nominal_flops(B, T, H, K, V, C=64):
     return per_chunk * B * H * math.ceil(T / C)
 
 
+def nominal_flops_fwd_bwd(B, T, H, K, V, C=64):
+    """Forward and backward: the backward counted as twice the forward (as
+    bench/cuda_bench.cpp counts it)."""
+    return 3 * nominal_flops(B, T, H, K, V, C)
+
+
+def minimum_bytes_fwd_bwd(B, T, H, K, V, kda):
+    """The forward's, and do read once (bf16), dht once (f32), every gradient written once
+    (bf16; dh0 f32; kda's dbeta once per token)."""
+    tk, tv, state = B * T * H * K, B * T * H * V, B * H * K * V
+    gates = B * T * H if kda else tk + tv
+    return (minimum_bytes(B, T, H, K, V, kda) + 2 * tv + 4 * state
+            + 2 * (3 * tk + tv + gates) + 4 * state)
+
+
 def minimum_bytes(B, T, H, K, V, kda):
     """Each input read once (bf16; kda's beta once per token), o written once (bf16), h0 and
     ht once (f32): the fewest bytes a forward must move."""
@@ -274,22 +289,29 @@ def main():
         nbytes = minimum_bytes(B, T, H, K, V, op == "kda")
         def rates(ms):
             return {"TFLOPs": flops / (ms * 1e-3) / 1e12, "GBps": nbytes / (ms * 1e-3) / 1e9}
+        flops_fb = nominal_flops_fwd_bwd(B, T, H, K, V)
+        nbytes_fb = minimum_bytes_fwd_bwd(B, T, H, K, V, op == "kda")
+        def rates_fwd_bwd(ms):
+            return {"TFLOPs": flops_fb / (ms * 1e-3) / 1e12,
+                    "GBps": nbytes_fb / (ms * 1e-3) / 1e9}
         row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
                "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
                                 "cuda-tc fwd+bwd": tc_first_bwd, "fla fwd+bwd": fla_first_bwd},
-               "cuda-tc fwd+bwd": tc_bwd,
+               "cuda-tc fwd+bwd": {**tc_bwd, **rates_fwd_bwd(tc_bwd["median_ms"])},
                "ratio fwd+bwd (cuda-tc / fla)":
                    tc_bwd["median_ms"] / fla_bwd["median_ms"] if fla_bwd else None,
                "gradient agreement with fla (max|a-b|/max|b|)": grad_agree,
                "cuda-tc unwritten gradient elements": unwritten_grads,
                "cuda-tc fwd": {**tc_fwd, **rates(tc_fwd["median_ms"])},
                "fla fwd": {**fla_fwd, **rates(fla_fwd["median_ms"])},
-               "fla fwd+bwd": fla_bwd,
+               "fla fwd+bwd": ({**fla_bwd, **rates_fwd_bwd(fla_bwd["median_ms"])}
+                               if fla_bwd else None),
                "cuda-tc stages": tc_stages,
                "ratio fwd (cuda-tc / fla)": tc_fwd["median_ms"] / fla_fwd["median_ms"],
                "agreement with fla (max|a-b|/max|b|)": agree,
                "cuda-tc unwritten o elements": unwritten,
-               "nominal_flops_fwd": flops, "minimum_bytes_fwd": nbytes}
+               "nominal_flops_fwd": flops, "minimum_bytes_fwd": nbytes,
+               "nominal_flops_fwd_bwd": flops_fb, "minimum_bytes_fwd_bwd": nbytes_fb}
         rows.append(row)
         print(f"\n{op}: first call cuda-tc {tc_first:.3f} s, FLA fwd {fla_first:.1f} s"
               + (f", FLA fwd+bwd {fla_first_bwd:.1f} s" if fla_first_bwd is not None else ""))
@@ -304,6 +326,8 @@ def main():
                   f"{H200_HBM_TBPS} TB/s)")
         print(f"{op}: cuda-tc stages alone: " + ", ".join(
             f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
+        rb = rates_fwd_bwd(tc_bwd["median_ms"])
+        print(f"{op}: cuda-tc fwd+bwd {rb['TFLOPs']:.1f} TFLOP/s, {rb['GBps']:.0f} GB/s")
         print(f"{op}: cuda-tc fwd+bwd median {tc_bwd['median_ms']:.3f} ms; first call "
               f"{tc_first_bwd:.3f} s; unwritten gradients {unwritten_grads}")
         if fla_bwd:
