@@ -10,7 +10,7 @@
 // for both backends, so the two rates compare like with like.
 //
 // Usage: cuda_bench [--repeats N] [--backend cuda-chunk|cuda-recurrent|cuda-tc] [--json FILE]
-// (cuda-tc: forward only, its scratch allocated in each call as cuda-chunk's is;
+// (cuda-tc: forward and forward+backward, its scratch allocated in each call as cuda-chunk's is;
 // scripts/tc_vs_fla.py times it without that, beside FLA)
 #include <cuda_runtime.h>
 
