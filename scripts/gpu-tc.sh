@@ -11,8 +11,11 @@
 #   3. compute-sanitizer memcheck, racecheck, initcheck and synccheck of
 #      `run --backend cuda-tc --phase bwd` on gdn2/t200-c64 and on a K=V=128 fixture.
 #   4. (falsify build) each fault point of cuda-tc switched on: its gate red.
+#   5. the GPU test binaries, where built: cuda_tc_tests (cuda-tc forward and
+#      backward on seven odd shapes) and reference64_tests (the f64 reference
+#      against the f64 and quad oracles).
 # Writes into OUT_DIR: gates.json, check-*.json, summary.txt, logs.tar.
-# TC_BUDGET_S (default 560) bounds the whole run; TC_STEPS (default "1 2 3 4")
+# TC_BUDGET_S (default 560) bounds the whole run; TC_STEPS (default "1 2 3 4 5")
 # picks the steps.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-tc.sh OUT_DIR}
@@ -36,7 +39,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, notes its exit code and time
 [[ -x $bin ]] || { summary "no $bin: build it elsewhere and carry build/bin"; exit 2; }
 summary "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
 
-steps=${TC_STEPS:-1 2 3 4}
+steps=${TC_STEPS:-1 2 3 4 5}
 want() { [[ " $steps " == *" $1 "* ]]; }
 
 # 1. the registered gates
@@ -104,6 +107,16 @@ if want 4 && [[ -x $fbin ]]; then
       'kda.cuda-tc.t112-c64-k8-mild.bwd' 'gdn.cuda-tc.t192-c64-k8-mild.bwd' \
       --fault "$fault" --report "$work/fault-$fault.json"
     grep -E "passed|failed|red|green" "$work/logs/fault-$fault.txt" | tail -n 1 | tee -a "$out/summary.txt"
+  done
+fi
+
+# 5. the GPU test binaries
+if want 5; then
+  for tests in cuda_tc_tests reference64_tests; do
+    [[ -x build/bin/$tests ]] || continue
+    step "$tests" build/bin/$tests
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ test" "$work/logs/$tests.txt" |
+      sed "s/^/$tests: /" | tee -a "$out/summary.txt"
   done
 fi
 
