@@ -170,9 +170,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Throws InputError when this backend cannot run the shape or the contract: the traits' limits
-  // (kernels/cuda/traits.cuh, kernels/cuda/tc.hpp), in this backend's words; cuda-recurrent's K and
-  // V are cuda-chunk's (static_assert above).
+  // Throws InputError when this backend cannot run the shape or the contract:
+  // the traits' limits (kernels/cuda/traits.cuh, kernels/cuda/tc.hpp), in this
+  // backend's words; cuda-recurrent's K and V are cuda-chunk's (static_assert
+  // above).
   void require_arithmetic(const KernelShape& s) const {
     switch (arithmetic_) {
       case Arithmetic::f32:

@@ -1218,27 +1218,17 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
   if (log) log->note("bwd.bk1", "tc_bwd_tokens");
 }
 
-template <class In>
-void dispatch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
-                       LaunchLog* log, bool synchronous) {
-  const int KP = padded(p.K), VP = padded(p.V);
-  if (KP == 64 && VP == 64) return launch_backward<In, 64, 64>(p, s, stream, log, synchronous);
-  if (KP == 64 && VP == 128) return launch_backward<In, 64, 128>(p, s, stream, log, synchronous);
-  if (KP == 128 && VP == 64) return launch_backward<In, 128, 64>(p, s, stream, log, synchronous);
-  return launch_backward<In, 128, 128>(p, s, stream, log, synchronous);
-}
-
-template <class In>
-void dispatch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
-                      LaunchLog* log, bool synchronous, unsigned stages) {
-  const int KP = padded(p.K), VP = padded(p.V);
-  if (KP == 64 && VP == 64)
-    return launch_forward<In, 64, 64>(p, s, stream, log, synchronous, stages);
-  if (KP == 64 && VP == 128)
-    return launch_forward<In, 64, 128>(p, s, stream, log, synchronous, stages);
-  if (KP == 128 && VP == 64)
-    return launch_forward<In, 128, 64>(p, s, stream, log, synchronous, stages);
-  return launch_forward<In, 128, 128>(p, s, stream, log, synchronous, stages);
+// run(KP, VP) with K and V's padded widths as integral constants (64 or 128):
+// the one instantiation of a stage's kernels for the shape.
+template <class Run>
+void with_padded_widths(const DeviceProblem& p, Run run) {
+  using W64 = std::integral_constant<int, 64>;
+  using W128 = std::integral_constant<int, 128>;
+  const bool k64 = padded(p.K) == 64, v64 = padded(p.V) == 64;
+  if (k64 && v64) return run(W64{}, W64{});
+  if (k64) return run(W64{}, W128{});
+  if (v64) return run(W128{}, W64{});
+  return run(W128{}, W128{});
 }
 
 // The scratch buffers' sizes in elements, each rounded up to 256 bytes (the
@@ -1302,10 +1292,12 @@ TcScratch carve_tc_scratch(const DeviceProblem& p, void* base, bool backward) {
 
 void launch_tc_forward(const DeviceProblem& p, const TcScratch& scratch, cudaStream_t stream,
                        LaunchLog* log, bool synchronous, unsigned stages) {
-  if (p.input == InputType::bf16)
-    dispatch_forward<__nv_bfloat16>(p, scratch, stream, log, synchronous, stages);
-  else
-    dispatch_forward<float>(p, scratch, stream, log, synchronous, stages);
+  with_padded_widths(p, [&](auto KP, auto VP) {
+    if (p.input == InputType::bf16)
+      launch_forward<__nv_bfloat16, KP, VP>(p, scratch, stream, log, synchronous, stages);
+    else
+      launch_forward<float, KP, VP>(p, scratch, stream, log, synchronous, stages);
+  });
 }
 
 void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, cudaStream_t stream,
@@ -1313,10 +1305,12 @@ void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, cudaSt
   if (!scratch.dU)
     throw std::runtime_error("cuda-tc: the scratch was not carved for a backward (" + describe(p) +
                              ")");
-  if (p.input == InputType::bf16)
-    dispatch_backward<__nv_bfloat16>(p, scratch, stream, log, synchronous);
-  else
-    dispatch_backward<float>(p, scratch, stream, log, synchronous);
+  with_padded_widths(p, [&](auto KP, auto VP) {
+    if (p.input == InputType::bf16)
+      launch_backward<__nv_bfloat16, KP, VP>(p, scratch, stream, log, synchronous);
+    else
+      launch_backward<float, KP, VP>(p, scratch, stream, log, synchronous);
+  });
 }
 
 void run_tc(const DeviceProblem& p, bool backward, LaunchLog& log) {

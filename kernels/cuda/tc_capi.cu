@@ -1,14 +1,17 @@
 // kernels/cuda/tc_capi.cu — cuda-tc's forward, and its forward and backward,
-// as C functions on device pointers, built as a shared library (libdeltaproof_tc.so) so that a
-// script can run it on the same tensors as another kernel in one process and time both with CUDA
-// events (scripts/tc_vs_fla.py). The inputs are in gdn2 form and FLA's layout (q k g b [B,T,H,K], v
-// w [B,T,H,V], h0 [B,H,K,V]); o and ht are f32; the cotangents do and dht and every gradient are
-// f32 (db and dw in gdn2 form). No allocation and no synchronisation: the caller owns the scratch
+// as C functions on device pointers, built as a shared library
+// (libdeltaproof_tc.so) so that a script can run it on the same tensors as
+// another kernel in one process and time both with CUDA events
+// (scripts/tc_vs_fla.py). The inputs are in gdn2 form and FLA's layout (q k g b
+// [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]); o and ht are f32; the cotangents do
+// and dht and every gradient are f32 (db and dw in gdn2 form). No allocation
+// and no synchronisation: the caller owns the scratch
 // (deltaproof_tc_scratch_bytes, deltaproof_tc_scratch_bytes_backward) and the
 // stream.
 #include <cstddef>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -41,24 +44,39 @@ deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_prob
   p.o = c.o, p.ht = c.ht;
   return p;
 }
+
+// The scratch a shape needs (with or without the backward's), or 0 when
+// cuda-tc cannot run it.
+std::size_t scratch_bytes(const deltaproof_tc_problem& c, bool backward) {
+  if (!deltaproof::kernels::cuda::TcConfig::supports(c.B, c.H, c.K, c.V, 64).empty()) return 0;
+  return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(c), backward);
+}
+
+// Runs launch(p) on the problem's DeviceProblem once the shape is known to be
+// supported: 0, or 1 with the sentence in `error` (at most error_size bytes).
+// (not a template: this is inside extern "C")
+int checked(const deltaproof_tc_problem& c, char* error, std::size_t error_size,
+            const std::function<void(deltaproof::kernels::cuda::DeviceProblem)>& launch) {
+  try {
+    const std::string why = deltaproof::kernels::cuda::TcConfig::supports(c.B, c.H, c.K, c.V, 64);
+    if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
+    launch(device_problem(c));
+    return 0;
+  } catch (const std::exception& e) {
+    if (error && error_size) std::snprintf(error, error_size, "%s", e.what());
+    return 1;
+  }
+}
 }  // namespace
 
 // Bytes of scratch the forward needs; 0 when the shape is not supported.
 std::size_t deltaproof_tc_scratch_bytes(const deltaproof_tc_problem* problem) {
-  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->B, problem->H, problem->K, problem->V,
-                                                     64)
-           .empty())
-    return 0;
-  return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem));
+  return scratch_bytes(*problem, false);
 }
 
 // Bytes of scratch the forward and backward need; 0 when the shape is not supported.
 std::size_t deltaproof_tc_scratch_bytes_backward(const deltaproof_tc_problem* problem) {
-  if (!deltaproof::kernels::cuda::TcConfig::supports(problem->B, problem->H, problem->K, problem->V,
-                                                     64)
-           .empty())
-    return 0;
-  return deltaproof::kernels::cuda::tc_scratch_bytes(device_problem(*problem), true);
+  return scratch_bytes(*problem, true);
 }
 
 // Launches the forward, then the backward, on `stream`, with scratch of
@@ -67,11 +85,7 @@ std::size_t deltaproof_tc_scratch_bytes_backward(const deltaproof_tc_problem* pr
 int deltaproof_tc_forward_backward(const deltaproof_tc_problem* problem,
                                    const deltaproof_tc_gradients* gradients, void* scratch,
                                    void* stream, char* error, std::size_t error_size) {
-  try {
-    const std::string why = deltaproof::kernels::cuda::TcConfig::supports(
-        problem->B, problem->H, problem->K, problem->V, 64);
-    if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
-    auto p = device_problem(*problem);
+  return checked(*problem, error, error_size, [&](deltaproof::kernels::cuda::DeviceProblem p) {
     p.d_o = gradients->d_o, p.dht = gradients->dht, p.dq = gradients->dq, p.dk = gradients->dk;
     p.dv = gradients->dv, p.dg = gradients->dg, p.db = gradients->db, p.dw = gradients->dw;
     p.dh0 = gradients->dh0;
@@ -79,11 +93,7 @@ int deltaproof_tc_forward_backward(const deltaproof_tc_problem* problem,
     auto* cu_stream = static_cast<CUstream_st*>(stream);
     deltaproof::kernels::cuda::launch_tc_forward(p, s, cu_stream, nullptr, false);
     deltaproof::kernels::cuda::launch_tc_backward(p, s, cu_stream, nullptr, false);
-    return 0;
-  } catch (const std::exception& e) {
-    if (error && error_size) std::snprintf(error, error_size, "%s", e.what());
-    return 1;
-  }
+  });
 }
 
 // Launches the forward on `stream` (a cudaStream_t, or null); `stages` picks
@@ -92,19 +102,11 @@ int deltaproof_tc_forward_backward(const deltaproof_tc_problem* problem,
 // sentence in `error` (at most error_size bytes).
 int deltaproof_tc_forward(const deltaproof_tc_problem* problem, void* scratch, void* stream,
                           unsigned stages, char* error, std::size_t error_size) {
-  try {
-    const std::string why = deltaproof::kernels::cuda::TcConfig::supports(
-        problem->B, problem->H, problem->K, problem->V, 64);
-    if (!why.empty()) throw std::runtime_error("cuda-tc cannot run this shape: " + why);
-    const auto p = device_problem(*problem);
+  return checked(*problem, error, error_size, [&](deltaproof::kernels::cuda::DeviceProblem p) {
     deltaproof::kernels::cuda::launch_tc_forward(
         p, deltaproof::kernels::cuda::carve_tc_scratch(p, scratch),
         static_cast<CUstream_st*>(stream), nullptr, false, stages);
-    return 0;
-  } catch (const std::exception& e) {
-    if (error && error_size) std::snprintf(error, error_size, "%s", e.what());
-    return 1;
-  }
+  });
 }
 
 }  // extern "C"
