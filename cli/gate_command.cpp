@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "gates/instrument_faults.hpp"
+#include "gates/noise.hpp"
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
 #include "oracle/coverage.hpp"
@@ -42,6 +43,10 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   a.run->add_option("--fixtures", a.fixtures_dir, "the fixtures folder (default: fixtures)");
+  const char* noise_cache_help =
+      "keep the noise models of bf16/tf32 bars in DIR and reuse them (same fixture, phase and "
+      "class): a second kernel on a large fixture skips the ensemble's runs";
+  a.run->add_option("--noise-cache", a.noise_cache, noise_cache_help);
   if (kernels::kFaultsCompiledIn)
     a.run->add_option("--fault", a.fault,
                       "falsify build: switch one kernel or instrument fault on by id "
@@ -61,6 +66,7 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
                    "candidate holds any gradient, else fwd, said so in the verdict)")
       ->check(CLI::IsMember({"fwd", "bwd"}));
   a.check->add_option("--report", a.report, "write the JSON report to FILE");
+  a.check->add_option("--noise-cache", a.noise_cache, noise_cache_help);
 
   a.coverage = gate->add_subcommand(
       "coverage", "The declared coverage matrix and the canonical fixtures filling each cell");
@@ -142,6 +148,7 @@ void write_report(const std::string& path, const std::vector<gates::GateResult>&
 
 int run_gate_command(const GateArguments& a, const std::string& command_line,
                      const std::string& self_exe) {
+  if (!a.noise_cache.empty()) gates::set_noise_cache(a.noise_cache);
   if (a.coverage->parsed()) {
     const oracle::Coverage c = oracle::coverage_of(oracle::canonical_fixtures());
     if (a.markdown) {

@@ -19,6 +19,7 @@ struct GateArguments {
   int replay = 0;
   std::string fault;  // falsify build: one kernel fault switched on
   std::string fixture, candidate, precision = "f32", phase;
+  std::string noise_cache;  // gates::set_noise_cache
   CLI::App* list = nullptr;
   CLI::App* run = nullptr;
   CLI::App* check = nullptr;

@@ -19,8 +19,14 @@
 #include "core/op.hpp"
 #include "core/parallel.hpp"
 #include "core/sha256.hpp"
+#include "gates/registry.hpp"
 #include "oracle/coverage.hpp"
+#include "oracle/external.hpp"
 #include "oracle/fixture.hpp"
+#ifdef DELTAPROOF_GPU_REFERENCE
+#include "kernels/backend.hpp"
+#include "oracle/gpu_reference.hpp"
+#endif
 
 namespace deltaproof::cli {
 namespace fs = std::filesystem;
@@ -139,6 +145,7 @@ void print_check_table(const std::string& title, const SelfCheckReport& report) 
                c.method);
   }
   const PathLiveness& paths = report.paths;
+  if (paths.paths.empty()) return;  // an external reference's checks have no path table
   fmt::print(
       "  path liveness: share of each gradient carried by one cotangent alone, "
       "max|g(c alone)|/max|g|; covered if >= {:.3g}\n",
@@ -184,8 +191,42 @@ struct Generated {
   double seconds = 0.0;
 };
 
+// The f64 GPU evaluator, or a sentence why there is none here.
+ExternalEvaluator gpu_evaluator() {
+#ifdef DELTAPROOF_GPU_REFERENCE
+  if (!kernels::gpu_available())
+    throw InputError(
+        "--reference gpu-f64 computes the reference on a CUDA GPU, and this machine has none; "
+        "run it where one is, or leave --reference at quad.");
+  return gpu_f64_evaluator();
+#else
+  throw InputError(
+      "--reference gpu-f64 needs a build with the CUDA backends (nvcc found at configure time); "
+      "this one has none. Leave --reference at quad, or rebuild where nvcc is.");
+#endif
+}
+
+Generated generate_external(const FixtureSpec& spec, const GenArguments& args,
+                            const std::string& file_name, const std::string& label) {
+  if (!args.inject_fault.empty())
+    throw InputError(
+        "--inject-generator-fault is a fault of the quad oracle; it has no meaning "
+        "with --reference gpu-f64.");
+  ExternalOptions options;
+  options.threads = args.threads;
+  options.file_name = file_name;
+  options.command = canonical_command(spec, file_name) + " --reference gpu-f64";
+  Progress progress(label);
+  options.progress = [&](const std::string& step) { progress.step(step); };
+  const auto start = std::chrono::steady_clock::now();
+  Generated out{generate_external_fixture(spec, gpu_evaluator(), options), 0.0};
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
 Generated generate(const FixtureSpec& spec, const GenArguments& args, const std::string& file_name,
                    const std::string& label) {
+  if (args.reference == "gpu-f64") return generate_external(spec, args, file_name, label);
   GenerateOptions options;
   options.threads = args.threads;
   options.file_name = file_name;
@@ -226,7 +267,7 @@ int run_one(const GenArguments& args) {
   if (write) write_safetensors(out, g.fixture.file);
   if (!args.report.empty()) {
     nlohmann::json report = {{"tool", kGeneratorVersion},
-                             {"command", canonical_command(spec, out.filename().string())},
+                             {"command", g.fixture.file.metadata["command"]},
                              {"spec", spec_json(spec)},
                              {"out", out.string()},
                              {"written", write},
@@ -319,6 +360,69 @@ int run_all(const GenArguments& args) {
   return all_passed ? 0 : 1;
 }
 
+std::vector<std::string> production_names() {
+  std::vector<std::string> names;
+  for (const auto& f : production_fixtures()) names.push_back(f.file);
+  return names;
+}
+
+// The production-shape references (oracle/external.hpp), each computed in f64
+// on the GPU and checked, and a manifest.json: `gate run --fixtures DIR`
+// gates there.
+int run_production(const GenArguments& args) {
+  if (args.out.empty())
+    throw InputError("gen --production needs --out DIR, the folder to write into.");
+  const fs::path dir(args.out);
+  if (fs::exists(dir) && !fs::is_directory(dir))
+    throw InputError(
+        fmt::format("--out {} is a file; gen --production writes a folder.", dir.string()));
+  GenArguments gpu = args;
+  gpu.reference = "gpu-f64";
+  fs::create_directories(dir);
+  std::vector<CanonicalFixture> fixtures;
+  for (const auto& f : production_fixtures())
+    if (args.only.empty() || gates::glob_match(args.only, f.file)) fixtures.push_back(f);
+  if (fixtures.empty())
+    throw InputError(fmt::format("--only '{}' matches none of the production fixtures ({}).",
+                                 args.only, fmt::join(production_names(), ", ")));
+  gpu_evaluator();  // no GPU: refused before anything is written
+  for (const auto& f : fixtures) {
+    fs::create_directories((dir / f.file).parent_path());
+    check_writable(dir / f.file, args.overwrite, "--out");
+  }
+  nlohmann::json manifest = {{"format", "deltaproof-manifest/1"},
+                             {"generator", kGeneratorVersion},
+                             {"reference", "gpu-f64"},
+                             {"fixtures", nlohmann::json::array()}};
+  bool all_passed = true;
+  for (std::size_t i = 0; i < fixtures.size(); ++i) {
+    const auto& f = fixtures[i];
+    Generated g = generate(f.spec, gpu, fs::path(f.file).filename().string(),
+                           fmt::format("[{}/{}] {}", i + 1, fixtures.size(), f.file));
+    print_check_table(fmt::format("{} -> {} ({:.2f} s)", f.spec.describe(), f.file, g.seconds),
+                      g.fixture.report);
+    std::fflush(stdout);
+    if (!g.fixture.report.passed()) {
+      all_passed = false;
+      const CheckFigure* failure = g.fixture.report.first_failure();
+      fmt::print(stderr,
+                 "deltaproof gen: {}: self-check '{}' failed (figure {}, bar {:.3g}); "
+                 "not written.\n",
+                 f.file, failure->check, format_figure(*failure), failure->bar);
+      continue;
+    }
+    write_safetensors(dir / f.file, g.fixture.file);
+    manifest["fixtures"].push_back({{"file", f.file},
+                                    {"spec", spec_json(f.spec)},
+                                    {"command", g.fixture.file.metadata["command"]},
+                                    {"reference", g.fixture.file.metadata["reference_precision"]},
+                                    {"self_checks", g.fixture.report.to_json()},
+                                    {"seconds", g.seconds}});
+  }
+  write_text_atomically(dir / "manifest.json", manifest.dump(2) + "\n");
+  return all_passed ? 0 : 1;
+}
+
 // Names the first tensor (or metadata key) on which two fixture files differ.
 std::string first_difference(const SafetensorsFile& committed, const SafetensorsFile& fresh) {
   for (const auto& [name, tensor] : committed.tensors) {
@@ -401,6 +505,7 @@ int run_check(const GenArguments& args) {
     const FixtureSpec spec = spec_from_metadata(committed.metadata, committed_path.string());
     GenArguments regen = args;
     regen.inject_fault.clear();
+    if (manifest.value("reference", "quad") == "gpu-f64") regen.reference = "gpu-f64";
     Generated g = generate(spec, regen, committed_path.filename().string(),
                            fmt::format("[check {}/{}] {}", i + 1, entries.size(), file));
     const fs::path fresh_path = scratch / fmt::format("{}.safetensors", i);
@@ -456,11 +561,26 @@ void add_gen_command(CLI::App& app, GenArguments& a) {
   gen->add_flag("--all", a.all, "write the canonical fixture set and manifest.json into --out DIR");
   gen->add_option("--check", a.check_dir,
                   "regenerate every fixture in DIR/manifest.json and compare bytes");
+  gen->add_option("--reference", a.reference,
+                  "what computes the reference: quad (the CPU oracle) or gpu-f64 (f64 on a CUDA "
+                  "GPU, checked against quad on sampled sequences: the production shapes)")
+      ->capture_default_str();
+  gen->add_flag("--production", a.production,
+                "write the production-shape references (gpu-f64) and manifest.json into --out DIR");
+  gen->add_option("--only", a.only,
+                  "with --production: only the fixtures whose file matches this glob, e.g. "
+                  "'*t32768*'");
   gen->add_option("--inject-generator-fault", a.inject_fault,
                   "falsification only: double-exp or cut-carry (the self-checks must refuse)");
 }
 
 int run_gen(const GenArguments& args) {
+  if (args.reference != "quad" && args.reference != "gpu-f64")
+    throw InputError(
+        fmt::format("unknown --reference '{}'; pass quad or gpu-f64.", args.reference));
+  if (int(args.all) + int(args.production) + int(!args.check_dir.empty()) > 1)
+    throw InputError("--all, --production and --check are separate jobs; pass one of them.");
+  if (args.production) return run_production(args);
   if (!args.check_dir.empty()) return run_check(args);
   if (args.all) return run_all(args);
   return run_one(args);

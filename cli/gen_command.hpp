@@ -1,5 +1,7 @@
 // cli/gen_command.hpp — `deltaproof gen`: one fixture, the canonical set
-// (--all), or a byte-for-byte regeneration check of a folder (--check).
+// (--all), or a byte-for-byte regeneration check of a folder (--check); with
+// --reference gpu-f64 a reference computed in f64 on the GPU, and the
+// production-shape set of them (--production).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,10 @@ struct GenArguments {
   std::string report;
   std::string check_dir;
   std::string inject_fault;
+  std::string reference = "quad";  // or gpu-f64 (oracle/external.hpp)
   bool all = false;
+  bool production = false;
+  std::string only;  // --production: only the fixtures whose file matches this glob
   bool overwrite = false;
   bool force = false;
   int threads = 0;

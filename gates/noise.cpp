@@ -5,11 +5,15 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/metric.hpp"
+#include "core/parallel.hpp"
 #include "core/rng.hpp"
+#include "core/sha256.hpp"
 #include "kernels/cpu/backends.hpp"
 
 namespace deltaproof::gates {
@@ -220,9 +224,151 @@ Slopes regression_slopes(const KernelShape& s, const std::string& term,
   return out;
 }
 
+namespace {
+
+std::filesystem::path& noise_cache_folder() {
+  static std::filesystem::path folder;
+  return folder;
+}
+
+template <class T>
+std::string hash_of(const std::vector<T>& values) {
+  return sha256_hex(std::as_bytes(std::span(values.data(), values.size())));
+}
+
+// sha256 over the cache format, the shape, phase and class, and each input
+// and reference tensor's own sha256 (those in parallel: 4 GB of a
+// production-shape fixture in seconds).
+std::string noise_key(const KernelShape& shape, const Buffers& inputs, Phase phase,
+                      const std::map<std::string, std::vector<double>>& reference,
+                      Precision precision) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (const auto& [name, values] : inputs) parts.push_back({"input " + name, ""});
+  for (const auto& [name, values] : reference) parts.push_back({"reference " + name, ""});
+  parallel_for(static_cast<int>(parts.size()), 0, [&](int i) {
+    auto& [label, hash] = parts[static_cast<std::size_t>(i)];
+    const bool input = label.rfind("input ", 0) == 0;
+    const std::string name = label.substr(input ? 6 : 10);
+    hash = input ? hash_of(inputs.at(name)) : hash_of(reference.at(name));
+  });
+  std::string text = fmt::format(
+      "{} {} B{} T{} H{} K{} V{} chunk{} scale{:a} bf16_inputs{} {} {}\n", kNoiseCacheFormat,
+      op_name(shape.op), shape.B, shape.T, shape.H, shape.K, shape.V, shape.chunk, shape.scale,
+      shape.bf16_inputs, phase == Phase::fwd ? "fwd" : "bwd", kernels::precision_name(precision));
+  for (const auto& [label, hash] : parts) text += label + " " + hash + "\n";
+  return sha256_hex(std::as_bytes(std::span(text.data(), text.size())));
+}
+
+nlohmann::json number(double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); }
+double number(const nlohmann::json& j) {
+  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
+nlohmann::json numbers(const std::vector<double>& xs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double x : xs) out.push_back(number(x));
+  return out;
+}
+std::vector<double> numbers(const nlohmann::json& j) {
+  std::vector<double> out;
+  for (const auto& x : j) out.push_back(number(x));
+  return out;
+}
+nlohmann::json bands(const std::vector<Band>& bs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Band& b : bs) out.push_back({number(b.lo), number(b.hi)});
+  return out;
+}
+std::vector<Band> bands(const nlohmann::json& j) {
+  std::vector<Band> out;
+  for (const auto& b : j) out.push_back({number(b.at(0)), number(b.at(1))});
+  return out;
+}
+
+NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Phase phase,
+                            const std::map<std::string, std::vector<double>>& reference,
+                            Precision precision);
+
+}  // namespace
+
+void set_noise_cache(const std::filesystem::path& folder) { noise_cache_folder() = folder; }
+
+nlohmann::json terms_to_json(const NoiseModel& model) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [term, n] : model.terms)
+    out[term] = {{"baseline_rel", number(n.baseline_rel)},
+                 {"worst_rel", number(n.worst_rel)},
+                 {"member_rel", numbers(n.member_rel)},
+                 {"member_alpha", numbers(n.member_alpha)},
+                 {"chunk_worst_rel", numbers(n.chunk_worst_rel)},
+                 {"alpha", bands({n.alpha})},
+                 {"chunk_alpha", bands(n.chunk_alpha)},
+                 {"head_alpha", bands(n.head_alpha)},
+                 {"alpha_mean", number(n.alpha_mean)},
+                 {"alpha_sigma", number(n.alpha_sigma)}};
+  return out;
+}
+
+void terms_from_json(const nlohmann::json& json, NoiseModel& model) {
+  model.terms.clear();
+  for (const auto& [term, j] : json.items()) {
+    TermNoise& n = model.terms[term];
+    n.baseline_rel = number(j.at("baseline_rel"));
+    n.worst_rel = number(j.at("worst_rel"));
+    n.member_rel = numbers(j.at("member_rel"));
+    n.member_alpha = numbers(j.at("member_alpha"));
+    n.chunk_worst_rel = numbers(j.at("chunk_worst_rel"));
+    n.alpha = bands(j.at("alpha")).at(0);
+    n.chunk_alpha = bands(j.at("chunk_alpha"));
+    n.head_alpha = bands(j.at("head_alpha"));
+    n.alpha_mean = number(j.at("alpha_mean"));
+    n.alpha_sigma = number(j.at("alpha_sigma"));
+  }
+}
+
 NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase phase,
                          const std::map<std::string, std::vector<double>>& reference,
                          Precision precision) {
+  const std::filesystem::path& folder = noise_cache_folder();
+  if (folder.empty()) return measure_uncached(shape, inputs, phase, reference, precision);
+  const auto start = std::chrono::steady_clock::now();
+  const std::filesystem::path file =
+      folder / (noise_key(shape, inputs, phase, reference, precision) + ".json");
+  if (std::filesystem::is_regular_file(file)) {
+    try {
+      const auto bytes = read_file_bytes(file);
+      const auto json = nlohmann::json::parse(
+          std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      NoiseModel model;
+      model.precision = precision;
+      model.tolerances = noise_tolerances(precision);
+      model.members = ensemble_members(precision, shape.chunk);
+      terms_from_json(json.at("terms"), model);
+      model.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return model;
+    } catch (const std::exception& e) {  // a damaged entry: measured again and replaced
+      fmt::print(stderr,
+                 "deltaproof: the noise cache entry {} cannot be read ({}); measuring "
+                 "the noise again.\n",
+                 file.string(), e.what());
+    }
+  }
+  NoiseModel model = measure_uncached(shape, inputs, phase, reference, precision);
+  std::filesystem::create_directories(folder);
+  write_text_atomically(file, nlohmann::json{{"format", kNoiseCacheFormat},
+                                             {"precision", kernels::precision_name(precision)},
+                                             {"seconds", model.seconds},
+                                             {"terms", terms_to_json(model)}}
+                                      .dump() +
+                                  "\n");
+  return model;
+}
+
+namespace {
+
+NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Phase phase,
+                            const std::map<std::string, std::vector<double>>& reference,
+                            Precision precision) {
   const auto start = std::chrono::steady_clock::now();
   NoiseModel model;
   model.precision = precision;
@@ -230,8 +376,16 @@ NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase 
   model.members = ensemble_members(precision, shape.chunk);
   // per term: each member's slopes, rel and per-chunk error
   std::map<std::string, std::vector<Slopes>> slopes;
-  for (const auto& member : model.members) {
-    const Buffers out = run_member(shape, inputs, phase, member);
+  // the members at once (each is independent; a one-sequence fixture gives
+  // cpu-chunk one thread, so this is what makes a T 32768 fixture take
+  // seconds, not minutes), then measured in member order
+  std::vector<Buffers> outputs(model.members.size());
+  parallel_for(static_cast<int>(model.members.size()), 0, [&](int m) {
+    outputs[static_cast<std::size_t>(m)] =
+        run_member(shape, inputs, phase, model.members[static_cast<std::size_t>(m)]);
+  });
+  for (std::size_t m = 0; m < model.members.size(); ++m) {
+    const Buffers out = std::move(outputs[m]);
     for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
       const std::vector<double>& ref = reference.at(term);
       const std::vector<double> got(out.at(term).begin(), out.at(term).end());
@@ -283,6 +437,8 @@ NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase 
   model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
+
+}  // namespace
 
 std::map<std::string, double> noise_bars(const NoiseModel& model) {
   std::map<std::string, double> bars;

@@ -16,6 +16,7 @@
 //     that turns it red.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,6 +95,21 @@ NoiseModel measure_noise(const kernels::KernelShape& shape, const kernels::Buffe
                          kernels::Phase phase,
                          const std::map<std::string, std::vector<double>>& reference,
                          Precision precision);
+
+// A folder measure_noise keeps its models in (none by default): a model is
+// read back when one of the same inputs, reference, shape, phase and class
+// was written there before, else measured and written (atomically). The key
+// is the sha256 of all of them and of the cache format, so a changed fixture,
+// a changed ensemble or a changed kernel of the ensemble (kNoiseCacheFormat,
+// bumped with either) never meets an old model. What lets `gate check` of a
+// second kernel on a production-shape fixture skip minutes of cpu-chunk runs.
+void set_noise_cache(const std::filesystem::path& folder);
+inline constexpr const char* kNoiseCacheFormat = "deltaproof-noise-cache/1";
+
+// A model's per-term figures as JSON and back (the members and tolerances
+// follow from the class and the chunk size).
+nlohmann::json terms_to_json(const NoiseModel& model);
+void terms_from_json(const nlohmann::json& json, NoiseModel& model);
 
 // The regression slopes of `candidate` on `reference` for one term: whole,
 // per chunk, per (b, h). NaN where the reference is zero.

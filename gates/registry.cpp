@@ -130,8 +130,12 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
     // three heads
     auto metamorphic = [&](Op op, const std::string& id, GateKind kind) {
       // a fixture of another chunk size than the family's only one is left out
+      // a gate whose fixture the folder lacks is not built (the production
+      // set holds none of these)
       const std::string file = fmt::format("{}/{}.safetensors", op_name(op), id);
-      if (family.only_chunk && chunk_of.at(file) != family.only_chunk) return;
+      const auto chunk = chunk_of.find(file);
+      if (chunk == chunk_of.end()) return;
+      if (family.only_chunk && chunk->second != family.only_chunk) return;
       gates.push_back({fmt::format("{}.{}.{}.{}", op_name(op), family.backend, id, kind_name(kind)),
                        kind, op, &family, file, kernels::Phase::bwd});
     };

@@ -79,6 +79,9 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
        {"op", "B", "T", "H", "K", "V", "chunk", "regime", "dtype", "seed", "h0", "status"})
     if (auto it = f.file.metadata.find(key); it != f.file.metadata.end()) spec[key] = it->second;
   f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
+  // what computed the reference: the quad oracle, or f64 on a GPU (gen --reference gpu-f64)
+  if (auto it = f.file.metadata.find("reference_precision"); it != f.file.metadata.end())
+    f.info["reference"] = it->second;
   return f;
 }
 

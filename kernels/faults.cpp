@@ -23,6 +23,7 @@ const std::vector<FaultInfo>& fault_catalog() {
 const std::vector<SyncFaultInfo>& sync_faults() {
   static const std::vector<SyncFaultInfo> faults = {
       {"missing-barrier-bk2"},
+      {"missing-barrier-tc"},
   };
   return faults;
 }

@@ -22,8 +22,9 @@ std::vector<std::string> names_of(const std::vector<TensorLayout>& layouts) {
   return names;
 }
 
-// The tensors of a fixture (no metadata): inputs, cotangents, outputs, gradients.
-SafetensorsFile tensors_of(const Problem& problem, const OracleOutput& quad) {
+}  // namespace
+
+SafetensorsFile fixture_tensors(const Problem& problem, const TensorMap& reference) {
   const FixtureSpec& s = problem.spec;
   SafetensorsFile file;
   auto add = [&](const TensorLayout& layout, const std::vector<double>& values) {
@@ -31,10 +32,10 @@ SafetensorsFile tensors_of(const Problem& problem, const OracleOutput& quad) {
   };
   for (const auto& layout : input_layouts(s)) add(layout, problem.at(layout.name));
   for (const auto& layout : cotangent_layouts(s)) add(layout, problem.at(layout.name));
-  for (const auto& layout : output_layouts(s)) add(layout, quad.tensors.at(layout.name));
+  for (const auto& layout : output_layouts(s)) add(layout, reference.at(layout.name));
   for (auto layout : input_layouts(s)) {
     layout.name = gradient_name(layout.name);
-    add(layout, quad.tensors.at(layout.name));
+    add(layout, reference.at(layout.name));
   }
   return file;
 }
@@ -47,8 +48,6 @@ std::size_t differing_bytes(const SafetensorsFile& a, const SafetensorsFile& b) 
   return count;
 }
 
-}  // namespace
-
 std::string canonical_command(const FixtureSpec& s, const std::string& file_name) {
   return fmt::format(
       "deltaproof gen --op {} --B {} --T {} --H {} --K {} --V {} --chunk {} --regime {} --dtype {} "
@@ -57,39 +56,8 @@ std::string canonical_command(const FixtureSpec& s, const std::string& file_name
       s.dtype == DType::BF16 ? "bf16" : "f32", s.seed, s.zero_h0 ? " --h0 zero" : "", file_name);
 }
 
-GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
-  auto progress = [&](const std::string& step) {
-    if (options.progress) options.progress(step);
-  };
-  progress("drawing inputs");
-  const Problem problem = draw_problem(spec);
-  progress("quad oracle");
-  const OracleOutput quad = evaluate_quad(problem, true, options.threads, options.checks.faults);
-
-  SelfCheckOptions check_options = options.checks;
-  check_options.threads = options.threads;
-  check_options.on_check = progress;
-  GeneratedFixture out;
-  out.report = run_self_checks(problem, quad, check_options);
-  out.file = tensors_of(problem, quad);
-
-  // determinism: a second generation, single-threaded, must give the same bytes
-  progress("determinism");
-  {
-    const Problem again = draw_problem(spec);
-    const OracleOutput quad_again = evaluate_quad(again, true, 1, options.checks.faults);
-    const std::size_t differing = differing_bytes(out.file, tensors_of(again, quad_again));
-    CheckFigure c{"determinism",
-                  static_cast<double>(differing),
-                  0.0,
-                  true,
-                  differing == 0,
-                  "a second generation on 1 thread gives the same bytes as the first (all "
-                  "threads); figure = differing bytes",
-                  nlohmann::json::object()};
-    out.report.checks.push_back(c);
-  }
-
+void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::string& reference,
+                          const std::string& command, GeneratedFixture& out) {
   auto& m = out.file.metadata;
   m["format"] = "deltaproof-fixture/1";
   m["generator"] = kGeneratorVersion;
@@ -109,13 +77,51 @@ GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions
   m["cotangents"] = join(names_of(cotangent_layouts(spec)));
   m["outputs"] = join(names_of(output_layouts(spec)));
   m["gradients"] = join(gradient_names(spec));
-  m["reference_precision"] = "quad (binary128), rounded to f64";
-  m["loss"] = fmt::format("{:.17g}", quad.loss);
+  m["reference_precision"] = reference;
+  m["loss"] = fmt::format("{:.17g}", loss);
   m["self_checks"] = out.report.to_json().dump();
   m["path_liveness"] = out.report.paths.to_json().dump();
   m["status"] = out.report.passed() ? "checked" : "failed";
-  m["command"] = canonical_command(spec, options.file_name);
+  m["command"] = command;
   for (const auto& [name, tensor] : out.file.tensors) m["sha256." + name] = tensor.sha256();
+}
+
+GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
+  auto progress = [&](const std::string& step) {
+    if (options.progress) options.progress(step);
+  };
+  progress("drawing inputs");
+  const Problem problem = draw_problem(spec);
+  progress("quad oracle");
+  const OracleOutput quad = evaluate_quad(problem, true, options.threads, options.checks.faults);
+
+  SelfCheckOptions check_options = options.checks;
+  check_options.threads = options.threads;
+  check_options.on_check = progress;
+  GeneratedFixture out;
+  out.report = run_self_checks(problem, quad, check_options);
+  out.file = fixture_tensors(problem, quad.tensors);
+
+  // determinism: a second generation, single-threaded, must give the same bytes
+  progress("determinism");
+  {
+    const Problem again = draw_problem(spec);
+    const OracleOutput quad_again = evaluate_quad(again, true, 1, options.checks.faults);
+    const std::size_t differing =
+        differing_bytes(out.file, fixture_tensors(again, quad_again.tensors));
+    CheckFigure c{"determinism",
+                  static_cast<double>(differing),
+                  0.0,
+                  true,
+                  differing == 0,
+                  "a second generation on 1 thread gives the same bytes as the first (all "
+                  "threads); figure = differing bytes",
+                  nlohmann::json::object()};
+    out.report.checks.push_back(c);
+  }
+
+  set_fixture_metadata(spec, quad.loss, "quad (binary128), rounded to f64",
+                       canonical_command(spec, options.file_name), out);
   return out;
 }
 

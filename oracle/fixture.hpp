@@ -27,6 +27,18 @@ struct GeneratedFixture {
   SelfCheckReport report;
 };
 
+// The tensors of a fixture (no metadata): inputs and cotangents from the
+// problem, outputs and gradients from `reference`, all F64.
+SafetensorsFile fixture_tensors(const Problem& problem, const TensorMap& reference);
+// Bytes in which two files' serialisations differ (the determinism check).
+std::size_t differing_bytes(const SafetensorsFile& a, const SafetensorsFile& b);
+// The metadata of a fixture: its spec, the names of its tensors, the loss,
+// what the reference was computed in (`reference`), the self-checks and
+// their verdict (status checked or failed), the command that regenerates it,
+// and each tensor's sha256.
+void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::string& reference,
+                          const std::string& command, GeneratedFixture& out);
+
 // Never throws on a failed check: the caller decides (gen refuses, --force
 // marks the file unchecked via mark_unchecked).
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options);

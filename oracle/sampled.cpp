@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "oracle/evaluate.hpp"
 
 namespace deltaproof::oracle {
@@ -54,7 +55,70 @@ void check_head(const FixtureSpec& s, int b, int h) {
                                  s.H, s.describe()));
 }
 
+// The tensors of an op that run over V (their last axis, or a state's): v w
+// do o and their gradients; every other token tensor runs over K or is a
+// scalar per token.
+bool over_v(const std::string& name) {
+  return name == "v" || name == "w" || name == "do" || name == "o" || name == "dv" || name == "dw";
+}
+
+// Columns [j0, j1) of a one-sequence tensor over V: a token tensor's last
+// axis, or a state's second.
+std::vector<double> columns(const std::vector<double>& values, int width, int j0, int j1) {
+  std::vector<double> out;
+  const std::size_t rows = values.size() / static_cast<std::size_t>(width);
+  out.reserve(rows * static_cast<std::size_t>(j1 - j0));
+  for (std::size_t r = 0; r < rows; ++r)
+    for (int j = j0; j < j1; ++j) out.push_back(values[r * width + j]);
+  return out;
+}
+
 }  // namespace
+
+TensorMap evaluate_quad_by_columns(const Problem& one, bool with_gradients, int groups,
+                                   int threads) {
+  const FixtureSpec& s = one.spec;
+  if (s.B != 1 || s.H != 1)
+    throw InputError(fmt::format("evaluate_quad_by_columns takes one sequence, not B{} H{} ({})",
+                                 s.B, s.H, s.describe()));
+  groups = std::clamp(groups, 1, s.V);
+  std::vector<TensorMap> parts(static_cast<std::size_t>(groups));
+  auto bounds = [&](int g) { return std::pair{g * s.V / groups, (g + 1) * s.V / groups}; };
+  parallel_for(groups, threads, [&](int g) {
+    const auto [j0, j1] = bounds(g);
+    Problem cut;
+    cut.spec = s;
+    cut.spec.V = j1 - j0;
+    for (const auto& [name, values] : one.values) {
+      const bool state = name == "h0" || name == "dht";
+      cut.values[name] = state || over_v(name) ? columns(values, s.V, j0, j1) : values;
+    }
+    parts[static_cast<std::size_t>(g)] = evaluate_quad(cut, with_gradients, 1).tensors;
+  });
+  TensorMap out;
+  for (const auto& [name, first] : parts.front()) {
+    const bool state = name == "ht" || name == "dh0";
+    std::vector<double>& whole = out[name];
+    if (state || over_v(name)) {  // each group's columns in place
+      const std::size_t rows = first.size() / static_cast<std::size_t>(bounds(0).second);
+      whole.assign(rows * static_cast<std::size_t>(s.V), 0.0);
+      for (int g = 0; g < groups; ++g) {
+        const auto [j0, j1] = bounds(g);
+        const std::vector<double>& part = parts[static_cast<std::size_t>(g)].at(name);
+        for (std::size_t r = 0; r < rows; ++r)
+          for (int j = j0; j < j1; ++j)
+            whole[r * s.V + j] = part[r * static_cast<std::size_t>(j1 - j0) + (j - j0)];
+      }
+    } else {  // a gradient of a tensor every column reads: the sum over the groups, in order
+      whole = first;
+      for (int g = 1; g < groups; ++g) {
+        const std::vector<double>& part = parts[static_cast<std::size_t>(g)].at(name);
+        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] += part[i];
+      }
+    }
+  }
+  return out;
+}
 
 Problem head_problem(const Problem& p, int b, int h) {
   check_head(p.spec, b, h);
@@ -97,7 +161,8 @@ std::vector<SampledHead> check_heads_against_quad(const Problem& p, const Tensor
   std::vector<SampledHead> out;
   for (const auto& [b, h] : heads) {
     const Problem one = head_problem(p, b, h);
-    const TensorMap quad = evaluate_quad(one, with_gradients, threads).tensors;
+    const TensorMap quad =
+        evaluate_quad_by_columns(one, with_gradients, resolve_threads(threads), threads);
     const TensorMap mine = head_slice(p.spec, reference, b, h);
     SampledHead head{b, h, {}};
     for (const auto& n : names) {

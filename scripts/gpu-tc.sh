@@ -13,9 +13,12 @@
 #   4. (falsify build) each fault point of cuda-tc switched on: its gate red.
 #   5. the GPU test binaries, where built: cuda_tc_tests (cuda-tc forward and
 #      backward on seven odd shapes) and reference64_tests (the f64 reference
-#      against the f64 and quad oracles).
+#      against the f64 and quad oracles, and `gen --reference gpu-f64`'s
+#      self-checks on it).
+#   6. (build-sync-missing-barrier-tc, where built) racecheck of the backward
+#      on two fixtures (the race must be reported: exit 9) and its bwd gates.
 # Writes into OUT_DIR: gates.json, check-*.json, summary.txt, logs.tar.
-# TC_BUDGET_S (default 560) bounds the whole run; TC_STEPS (default "1 2 3 4 5")
+# TC_BUDGET_S (default 560) bounds the whole run; TC_STEPS (default "1 2 3 4 5 6")
 # picks the steps.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-tc.sh OUT_DIR}
@@ -39,7 +42,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, notes its exit code and time
 [[ -x $bin ]] || { summary "no $bin: build it elsewhere and carry build/bin"; exit 2; }
 summary "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
 
-steps=${TC_STEPS:-1 2 3 4 5}
+steps=${TC_STEPS:-1 2 3 4 5 6}
 want() { [[ " $steps " == *" $1 "* ]]; }
 
 # 1. the registered gates
@@ -110,6 +113,20 @@ if want 4 && [[ -x $fbin ]]; then
   done
 fi
 
+# 6. the missing-barrier-tc build (a sync fault is its own build): racecheck
+#    must report the race on the backward, and the numeric gates are reported
+sbin=build-sync-missing-barrier-tc/bin/deltaproof
+if want 6 && [[ -x $sbin ]] && command -v compute-sanitizer >/dev/null; then
+  for f in fixtures/gdn2/t200-c64.safetensors fixtures/kda/t192-c64.safetensors; do
+    name=$(basename "$(dirname "$f")")-$(basename "$f" .safetensors)
+    step "sync-racecheck-$name" compute-sanitizer --tool racecheck --error-exitcode 9 \
+      $sbin run --backend cuda-tc --phase bwd --fixture "$f" --out "$work/raced.safetensors"
+    grep -E "RACECHECK SUMMARY" "$work/logs/sync-racecheck-$name.txt" | tee -a "$out/summary.txt"
+  done
+  step sync-gates $sbin gate run '*.cuda-tc.*.bwd' --report "$work/sync-gates.json"
+  tail -n 2 "$work/logs/sync-gates.txt" | tee -a "$out/summary.txt"
+fi
+
 # 5. the GPU test binaries
 if want 5; then
   for tests in cuda_tc_tests reference64_tests; do
@@ -120,5 +137,5 @@ if want 5; then
   done
 fi
 
-tar -cf "$out/logs.tar" -C "$work" logs $(cd "$work" && ls fault-*.json 2>/dev/null)
+tar -cf "$out/logs.tar" -C "$work" logs $(cd "$work" && ls fault-*.json sync-*.json 2>/dev/null)
 summary "total: $SECONDS s"

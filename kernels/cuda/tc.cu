@@ -775,7 +775,11 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
           s.dU[n * kC * VP + i * VP + v0 + v] = du;
         }
     }
+    // every warp reads all of dU below: the barrier the missing-barrier-tc
+    // build leaves out (a sync fault is its own build: kernels/faults.hpp)
+#ifndef DELTAPROOF_SYNC_FAULT_MISSING_BARRIER_TC
     __syncthreads();
+#endif
 
     // dS0 = Diag(exp G_C) dS_end + Qg^T dO - Wt^T dU
     for_state([&](float& x, int k, int) { x *= decay_end[k]; });

@@ -15,7 +15,7 @@ bin=$falsify_bin
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
 
-expect 0 '^28 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by-one +kernel +fault-point' 'missing-barrier-bk2 +kernel +sync-build' \
+expect 0 '^29 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by-one +kernel +fault-point' 'missing-barrier-bk2 +kernel +sync-build' 'missing-barrier-tc +kernel +sync-build' \
   'oracle-double-exp +oracle +generator' -- falsify list
 
 # a campaign of three faults over both CPU backends, with a report
@@ -113,6 +113,6 @@ fi
 # a normal build has no fault points: it refuses a campaign
 bin=$normal_bin
 expect 2 'needs the falsify build' -- falsify run
-expect 0 '^28 faults' -- falsify list
+expect 0 '^29 faults' -- falsify list
 
 finish "falsify CLI"

@@ -19,6 +19,14 @@ expect 2 "the folder .*/missing does not exist; create it or choose another --ou
 expect 2 "needs --out" -- gen "${small[@]}"
 expect 2 "Run 'deltaproof --help'" -- gen --T banana --out "$work/a.safetensors"
 expect 2 "manifest.json does not exist" -- gen --check "$work"
+# the f64 GPU reference: a sentence where there is no GPU (or no CUDA build),
+# before anything is written; its options checked first
+expect 2 "unknown --reference 'nope'; pass quad or gpu-f64" -- gen --reference nope --T 8 --out "$work/a.safetensors"
+expect 2 "gpu-f64 (computes the reference on a CUDA GPU, and this machine has none|needs a build with the CUDA backends)" -- gen --reference gpu-f64 --T 8 --out "$work/a.safetensors"
+expect 2 "--only 'zz\*' matches none of the production fixtures \(gdn2/t4096-c64-k128-b4h16-bf16" -- gen --production --only 'zz*' --out "$work/prod"
+expect 2 "gpu-f64 (computes the reference on a CUDA GPU|needs a build with the CUDA backends)" -- gen --production --out "$work/prod"
+expect 2 "--all, --production and --check are separate jobs" -- gen --production --all --out "$work/prod"
+[[ ! -e $work/a.safetensors && ! -e $work/prod/manifest.json ]] || fail "a refused gpu-f64 run wrote something"
 
 # a good fixture, then the same path again without --overwrite
 expect 0 "determinism .* pass" -- gen --op kda "${small[@]}" --out "$work/good.safetensors" --report "$work/good.json"

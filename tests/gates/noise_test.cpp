@@ -7,11 +7,16 @@
 // scaling is red; the same fixture gives the same bars bit for bit.
 // Run: ctest --test-dir build -R 'Rounding|Contract|NoiseBars'
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "gates/fixture_io.hpp"
@@ -317,6 +322,42 @@ TEST(NoiseBars, TheSameFixtureGivesTheSameBarsBitForBit) {
       EXPECT_EQ(na.chunk_alpha[g].hi, nb.chunk_alpha[g].hi) << name << " chunk " << g;
     }
   }
+}
+
+// A noise cache folder: the first measurement writes its model, the second
+// reads it back (the same figures bit for bit, in far less time than the
+// ensemble's runs); another reference is another entry; a damaged entry is
+// measured again and replaced.
+TEST(NoiseBars, TheCacheGivesTheMeasuredModelBackAndKeysOnTheFixture) {
+  namespace fs = std::filesystem;
+  const Case& c = bf16_case();
+  const fs::path folder = fs::temp_directory_path() / fmt::format("noise-cache-{}", ::getpid());
+  fs::remove_all(folder);
+  const NoiseModel uncached =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  set_noise_cache(folder);
+  const NoiseModel first =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  std::vector<fs::path> entries(fs::directory_iterator(folder), fs::directory_iterator{});
+  ASSERT_EQ(entries.size(), 1u);
+  const NoiseModel second =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  EXPECT_EQ(terms_to_json(uncached), terms_to_json(first));
+  EXPECT_EQ(terms_to_json(first), terms_to_json(second));
+  EXPECT_EQ(second.members.size(), first.members.size());
+  EXPECT_EQ(noise_bars(first), noise_bars(second));
+
+  auto other = c.reference;
+  other.at("o")[0] *= 2;
+  measure_noise(c.shape, c.inputs, Phase::bwd, other, Precision::bf16);
+  EXPECT_EQ(std::distance(fs::directory_iterator(folder), fs::directory_iterator{}), 2);
+
+  std::ofstream(entries.front()) << "{ not json";
+  const NoiseModel again =
+      measure_noise(c.shape, c.inputs, Phase::bwd, c.reference, Precision::bf16);
+  EXPECT_EQ(terms_to_json(again), terms_to_json(first));
+  set_noise_cache({});
+  fs::remove_all(folder);
 }
 
 // The bf16 ensemble's last three members read the token inputs and do in bf16:

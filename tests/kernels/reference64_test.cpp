@@ -14,34 +14,16 @@
 #include <cstdio>
 #include <string>
 
-#include "core/gdn2_form.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cuda/reference64.hpp"
 #include "oracle/evaluate.hpp"
+#include "oracle/gpu_reference.hpp"
 #include "oracle/sampled.hpp"
 
 namespace deltaproof::testing {
 namespace {
 
 using oracle::TensorMap;
-
-// The problem's outputs and gradients from the GPU, in the op's own form.
-TensorMap reference_on_gpu(const oracle::Problem& p) {
-  const oracle::FixtureSpec& s = p.spec;
-  const auto gates = gdn2_gates(s.op, s.K, s.V, p.values);
-  kernels::cuda::Reference64Input in;
-  in.B = s.B, in.T = s.T, in.H = s.H, in.K = s.K, in.V = s.V, in.scale = s.scale();
-  in.q = p.at("q"), in.k = p.at("k"), in.v = p.at("v"), in.h0 = p.at("h0");
-  in.g = gates.g, in.b = gates.b, in.w = gates.w;
-  in.d_o = p.at("do"), in.dht = p.at("dht");
-  const kernels::cuda::Reference64Output out = kernels::cuda::run_reference64(in, true);
-  TensorMap t{{"o", out.o},   {"ht", out.ht}, {"dq", out.dq},
-              {"dk", out.dk}, {"dv", out.dv}, {"dh0", out.dh0}};
-  std::map<std::string, std::vector<double>> folded{{"dg", out.dg}, {"db", out.db}, {"dw", out.dw}};
-  fold_gradients(s.op, s.K, s.V, folded);
-  for (auto& [name, values] : folded) t[name] = std::move(values);
-  return t;
-}
 
 struct Case {
   const char* name;
@@ -62,7 +44,7 @@ TEST_P(Reference64, AgreesWithTheF64OracleAndWithQuadOnSampledSequences) {
   spec.regime = c.regime;
   spec.seed = 11;
   const oracle::Problem p = oracle::draw_problem(spec);
-  const TensorMap gpu = reference_on_gpu(p);
+  const TensorMap gpu = oracle::evaluate_on_gpu(p, true);
   const TensorMap cpu = oracle::evaluate<double>(p, true, 0).tensors;
   for (const auto& [name, want] : cpu) {
     const std::vector<double>& got = gpu.at(name);
@@ -93,6 +75,35 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gdn_stress", Op::gdn, 1, 70, 2, 16, 8, oracle::Regime::stress},
                       Case{"gdn2_k128", Op::gdn2, 1, 200, 1, 128, 128, oracle::Regime::default_}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// The whole of `gen --reference gpu-f64` on a shape of several chunks and
+// sequences: every self-check of oracle/external.hpp passes, and loss_along
+// (which moves one gdn2-form tensor in place) agrees with a fresh evaluation
+// of the moved problem.
+TEST(Reference64External, EverySelfCheckPassesAndLossAlongIsAFreshEvaluation) {
+  if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    oracle::FixtureSpec spec;
+    spec.op = op;
+    spec.B = 2, spec.T = 300, spec.H = 3, spec.K = 64, spec.V = 32, spec.chunk = 64;
+    spec.dtype = DType::BF16;
+    const oracle::ExternalEvaluator gpu = oracle::gpu_f64_evaluator();
+    const oracle::GeneratedFixture f = oracle::generate_external_fixture(spec, gpu, {});
+    for (const auto& c : f.report.checks)
+      std::printf("[measured] %s %s %.3e (bar %.3g)\n", std::string(op_name(op)).c_str(),
+                  c.check.c_str(), c.figure, c.bar);
+    EXPECT_TRUE(f.report.passed()) << op_name(op) << " " << f.report.first_failure()->check;
+
+    const oracle::Problem p = oracle::draw_problem(spec);
+    for (const auto& d : oracle::scaled_directions(p)) {
+      oracle::Problem moved = p;
+      for (std::size_t i = 0; i < d.values.size(); ++i)
+        moved.values[d.tensor][i] += 1e-3 * d.values[i];
+      const double fresh = oracle::loss_of(moved, oracle::evaluate_on_gpu(moved, false));
+      EXPECT_EQ(gpu.loss_along(p, d, 1e-3), fresh) << op_name(op) << " " << d.tensor;
+    }
+  }
+}
 
 // Bad input is refused with a sentence before the GPU is touched.
 TEST(Reference64Refuses, AShapeItCannotRunOrInputsOfTheWrongSize) {

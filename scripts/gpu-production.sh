@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# scripts/gpu-production.sh OUT_DIR — issue 13's production shape as a gate, on
+# a machine with an NVIDIA GPU. Needs build/bin/deltaproof (built elsewhere
+# with the CUDA backends and carried over); for step 4, python3 with torch,
+# triton and safetensors and FLA's `fla` package on PYTHONPATH (e.g. .fla/).
+#   1. `deltaproof gen --production --out production`: gdn2 and kda, bf16
+#      inputs, B4 T4096 H16 K=V=128 and B1 T32768 H1 K=V=128, each computed in
+#      f64 on the GPU (kernels/cuda/reference64) and checked against quad on
+#      sampled sequences, by central differences and the Taylor remainder of
+#      the reference's own function, and for determinism
+#      (oracle/external.hpp). The fixtures (4-8 GB each) stay on the machine;
+#      their self-checks come back in production-manifest.json.
+#   2. `deltaproof gate run --fixtures production` for cuda-tc (class bf16:
+#      the noise of its ensemble on each fixture sets the bars) and cuda-chunk
+#      (class f32), fwd and bwd.
+#   3. FLA's chunk_gdn2 and chunk_kda (examples/fla_candidate.py --dtype bf16
+#      --first-config: every autotuner cut to its first config, same math) on
+#      each fixture, then `deltaproof gate check --precision bf16`.
+# PRODUCTION_STEPS (default "1 2 3") picks steps; PRODUCTION_GATES (default
+# "cuda-tc cuda-chunk") the backends of step 2; PRODUCTION_ONLY (default all)
+# a glob of the fixtures (gen --only), e.g. '*t32768*'. Step 2 gates the bwd
+# phase (o, ht and every gradient). The noise models of the bf16 bars are kept
+# in production/noise (--noise-cache): FLA's check on a fixture reuses
+# cuda-tc's. Writes into OUT_DIR:
+# production-manifest.json, gates-<backend>.json, fla-<fixture>.json,
+# summary.txt and logs.tar.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-production.sh OUT_DIR}
+out=$(mkdir -p "$out" && cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+bin=build/bin/deltaproof
+steps=${PRODUCTION_STEPS:-1 2 3}
+backends=${PRODUCTION_GATES:-cuda-tc cuda-chunk}
+[[ -d .fla/fla ]] && export PYTHONPATH=$PWD/.fla${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+logs=production-logs
+mkdir -p "$logs"
+summary() { echo "$*" | tee -a "$out/summary.txt"; }
+timed() {  # label command...: runs it, logs to $logs/label.txt, one summary line
+  local label=$1 s=$SECONDS rc
+  shift
+  "$@" >"$logs/$label.txt" 2>&1
+  rc=$?
+  summary "$label: exit $rc in $((SECONDS - s)) s"
+  return $rc
+}
+
+[[ -x $bin ]] || { summary "no $bin: build it elsewhere and carry build/bin"; exit 2; }
+summary "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
+
+if [[ " $steps " == *" 1 "* ]]; then
+  timed gen-production $bin gen --production --only "${PRODUCTION_ONLY:-*}" --out production \
+    --overwrite
+  cp production/manifest.json "$out/production-manifest.json" 2>/dev/null
+  tail -n 60 "$logs/gen-production.txt"
+fi
+
+if [[ " $steps " == *" 2 "* ]]; then
+  for backend in $backends; do
+    timed gates-$backend $bin gate run --fixtures production "*.$backend.*.bwd" \
+      --noise-cache production/noise --report "$out/gates-$backend.json"
+    tail -n 12 "$logs/gates-$backend.txt"
+  done
+fi
+
+if [[ " $steps " == *" 3 "* ]]; then
+  for fixture in production/*/*.safetensors; do
+    op=$(basename "$(dirname "$fixture")")
+    name=$op-$(basename "$fixture" .safetensors)
+    timed fla-$name python3 examples/fla_candidate.py "$fixture" --dtype bf16 --first-config \
+      --out "$logs/$name.candidate.safetensors" &&
+      timed check-fla-$name $bin gate check --fixture "$fixture" \
+        --candidate "$logs/$name.candidate.safetensors" --precision bf16 --phase bwd \
+        --noise-cache production/noise --report "$out/fla-$name.json"
+    tail -n 14 "$logs/check-fla-$name.txt" 2>/dev/null
+    rm -f "$logs/$name.candidate.safetensors"
+  done
+fi
+
+tar -cf "$out/logs.tar" "$logs"
