@@ -16,8 +16,9 @@
 #   3. FLA's chunk_gdn2 and chunk_kda (examples/fla_candidate.py --dtype bf16
 #      --first-config: every autotuner cut to its first config, same math) on
 #      each fixture, then `deltaproof gate check --precision bf16`.
-# PRODUCTION_STEPS (default "1 2 3") picks steps; PRODUCTION_GATES (default
-# "cuda-tc cuda-chunk") the backends of step 2; PRODUCTION_ONLY (default all)
+# PRODUCTION_STEPS (default "1 2 3") picks the steps and their order ("2:B"
+# is step 2 for backend B alone); PRODUCTION_GATES (default "cuda-tc
+# cuda-chunk") the backends of step 2; PRODUCTION_ONLY (default all)
 # a glob of the fixtures (gen --only), e.g. '*t32768*'. Step 2 gates the bwd
 # phase (o, ht and every gradient). The noise models of the bf16 bars are kept
 # in production/noise (--noise-cache): FLA's check on a fixture reuses
@@ -48,22 +49,20 @@ timed() {  # label command...: runs it, logs to $logs/label.txt, one summary lin
 [[ -x $bin ]] || { summary "no $bin: build it elsewhere and carry build/bin"; exit 2; }
 summary "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
 
-if [[ " $steps " == *" 1 "* ]]; then
+gen() {
   timed gen-production $bin gen --production --only "${PRODUCTION_ONLY:-*}" --out production \
     --overwrite
   cp production/manifest.json "$out/production-manifest.json" 2>/dev/null
   tail -n 60 "$logs/gen-production.txt"
-fi
+}
 
-if [[ " $steps " == *" 2 "* ]]; then
-  for backend in $backends; do
-    timed gates-$backend $bin gate run --fixtures production "*.$backend.*.bwd" \
-      --noise-cache production/noise --report "$out/gates-$backend.json"
-    tail -n 12 "$logs/gates-$backend.txt"
-  done
-fi
+gates() {  # backend
+  timed gates-$1 $bin gate run --fixtures production "*.$1.*.bwd" \
+    --noise-cache production/noise --report "$out/gates-$1.json"
+  tail -n 12 "$logs/gates-$1.txt"
+}
 
-if [[ " $steps " == *" 3 "* ]]; then
+fla() {
   for fixture in production/*/*.safetensors; do
     op=$(basename "$(dirname "$fixture")")
     name=$op-$(basename "$fixture" .safetensors)
@@ -75,6 +74,16 @@ if [[ " $steps " == *" 3 "* ]]; then
     tail -n 14 "$logs/check-fla-$name.txt" 2>/dev/null
     rm -f "$logs/$name.candidate.safetensors"
   done
-fi
+}
+
+# the steps in the order given
+for step in $steps; do
+  case $step in
+    1) gen ;;
+    2) for backend in $backends; do gates "$backend"; done ;;
+    2:*) gates "${step#2:}" ;;
+    3) fla ;;
+  esac
+done
 
 tar -cf "$out/logs.tar" "$logs"
