@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace deltaproof::oracle {
 namespace {
@@ -83,7 +84,13 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
   m["path_liveness"] = out.report.paths.to_json().dump();
   m["status"] = out.report.passed() ? "checked" : "failed";
   m["command"] = command;
-  for (const auto& [name, tensor] : out.file.tensors) m["sha256." + name] = tensor.sha256();
+  // each tensor's sha256, in parallel (4 GB at the production shape)
+  std::vector<const std::pair<const std::string, Tensor>*> tensors;
+  for (const auto& entry : out.file.tensors) tensors.push_back(&entry);
+  std::vector<std::string> hashes(tensors.size());
+  parallel_for(static_cast<int>(tensors.size()), 0,
+               [&](int i) { hashes[i] = tensors[i]->second.sha256(); });
+  for (std::size_t i = 0; i < tensors.size(); ++i) m["sha256." + tensors[i]->first] = hashes[i];
 }
 
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
