@@ -171,6 +171,15 @@ void print_check_table(const std::string& title, const SelfCheckReport& report) 
              uncovered.empty() ? "" : "; not covered: ", fmt::join(uncovered, ", "));
 }
 
+// A set's fixture that failed a self-check, on stderr.
+void say_not_written(const std::string& file, const SelfCheckReport& report) {
+  const CheckFigure* failure = report.first_failure();
+  fmt::print(stderr,
+             "deltaproof gen: {}: self-check '{}' failed (figure {}, bar {:.3g}); not "
+             "written.\n",
+             file, failure->check, format_figure(*failure), failure->bar);
+}
+
 nlohmann::json spec_json(const FixtureSpec& s) {
   return {{"op", op_name(s.op)},
           {"B", s.B},
@@ -327,11 +336,7 @@ int run_all(const GenArguments& args) {
                            report.paths.covered().size() + report.paths.uncovered().size()));
     std::fflush(stdout);
     if (!passed) {
-      const CheckFigure* failure = report.first_failure();
-      fmt::print(stderr,
-                 "deltaproof gen: {}: self-check '{}' failed (figure {}, bar {:.3g}); "
-                 "not written.\n",
-                 f.file, failure->check, format_figure(*failure), failure->bar);
+      say_not_written(f.file, report);
       continue;
     }
     write_safetensors(dir / f.file, g.fixture.file);
@@ -404,11 +409,7 @@ int run_production(const GenArguments& args) {
     std::fflush(stdout);
     if (!g.fixture.report.passed()) {
       all_passed = false;
-      const CheckFigure* failure = g.fixture.report.first_failure();
-      fmt::print(stderr,
-                 "deltaproof gen: {}: self-check '{}' failed (figure {}, bar {:.3g}); "
-                 "not written.\n",
-                 f.file, failure->check, format_figure(*failure), failure->bar);
+      say_not_written(f.file, g.fixture.report);
       continue;
     }
     write_safetensors(dir / f.file, g.fixture.file);

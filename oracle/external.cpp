@@ -17,14 +17,6 @@
 namespace deltaproof::oracle {
 namespace {
 
-CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
-                       std::string method, nlohmann::json detail = nlohmann::json::object()) {
-  CheckFigure c{std::move(name),   figure,           bar, lower_is_better, false,
-                std::move(method), std::move(detail)};
-  c.passed = std::isfinite(figure) && (lower_is_better ? figure <= bar : figure >= bar);
-  return c;
-}
-
 // Neumaier's compensated sum of a[i] * b[i], and of |a[i] * b[i]|.
 struct Compensated {
   double sum = 0.0, carry = 0.0;
@@ -189,28 +181,14 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
     std::vector<double> steps;
     for (int e = 8; e <= 20; e += std::max(1, options.taylor_stride))
       steps.push_back(std::ldexp(1.0, -e));
-    double worst = std::numeric_limits<double>::infinity();
-    int linear = 0;
-    nlohmann::json detail = nlohmann::json::object();
-    for (std::size_t d = 0; d < directions.size(); ++d) {
-      const TaylorSweep sweep = taylor_remainder_sweep<double>(
-          [&](double step) { return loss_along(directions[d], step); }, loss, reverse_dd[d], steps,
-          rounding_scale);
-      if (sweep.points_used < 3) {
-        detail[directions[d].tensor] = "linear (remainder at the rounding floor)";
-        ++linear;
-        continue;
-      }
-      detail[directions[d].tensor] = sweep.slope;
-      worst = std::min(worst, sweep.slope);
-    }
-    if (linear == static_cast<int>(directions.size())) worst = 2.0;  // nothing curved to fit
-    out.report.checks.push_back(make_check(
-        "taylor_remainder_order", worst, ExternalBars::taylor_min_order, false,
+    std::vector<TaylorDirection> taylor;
+    for (std::size_t d = 0; d < directions.size(); ++d)
+      taylor.push_back({&directions[d], reverse_dd[d]});
+    out.report.checks.push_back(taylor_remainder_check(
+        taylor, loss_along, loss, steps, rounding_scale,
         fmt::format("slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, {} steps h = 2^-8..2^-20, "
                     "the fd directions; 2 = right gradient, 1 = wrong",
-                    steps.size()),
-        detail));
+                    steps.size())));
   }
 
   // 4. determinism: a second evaluation, the same bits

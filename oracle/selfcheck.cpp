@@ -103,15 +103,38 @@ Problem prefix_problem(const Problem& problem, int length) {
   return prefix;
 }
 
-namespace {
-
 CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
-                       std::string method, nlohmann::json detail = nlohmann::json::object()) {
+                       std::string method, nlohmann::json detail) {
   CheckFigure c{std::move(name),   figure,           bar, lower_is_better, false,
                 std::move(method), std::move(detail)};
   c.passed = std::isfinite(figure) && (lower_is_better ? figure <= bar : figure >= bar);
   return c;
 }
+
+CheckFigure taylor_remainder_check(const std::vector<TaylorDirection>& directions,
+                                   const std::function<double(const Direction&, double)>& loss,
+                                   double f0, const std::vector<double>& steps,
+                                   double rounding_scale, std::string method) {
+  double worst = std::numeric_limits<double>::infinity();
+  nlohmann::json detail = nlohmann::json::object();
+  std::size_t linear = 0;
+  for (const auto& [direction, claimed] : directions) {
+    const TaylorSweep sweep = taylor_remainder_sweep<double>(
+        [&](double step) { return loss(*direction, step); }, f0, claimed, steps, rounding_scale);
+    if (sweep.points_used < 3) {
+      detail[direction->tensor] = "linear (remainder at the rounding floor)";
+      ++linear;
+      continue;
+    }
+    detail[direction->tensor] = sweep.slope;
+    worst = std::min(worst, sweep.slope);
+  }
+  if (linear == directions.size()) worst = 2.0;  // nothing curved to fit
+  return make_check("taylor_remainder_order", worst, SelfCheckBars::taylor_min_order, false,
+                    std::move(method), detail);
+}
+
+namespace {
 
 std::vector<Direction> random_directions(const Problem& problem, int per_tensor) {
   std::vector<Direction> directions;
@@ -255,29 +278,17 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
     const double rounding_scale = 1024 * loss_magnitude(problem, f64);
     std::vector<double> steps;
     for (int e = 8; e <= 20; ++e) steps.push_back(std::ldexp(1.0, -e));
-    double worst = std::numeric_limits<double>::infinity();
-    nlohmann::json detail = nlohmann::json::object();
-    int linear = 0;
-    for (std::size_t d = 0; d < directions.size(); d += options.directions_per_tensor) {
-      auto along = [&](double step) {
-        return loss_f64(moved(problem, directions[d], step), threads, faults);
-      };
-      const TaylorSweep sweep =
-          taylor_remainder_sweep<double>(along, f0, reverse_dd[d], steps, rounding_scale);
-      if (sweep.points_used < 3) {
-        detail[directions[d].tensor] = "linear (remainder at the rounding floor)";
-        ++linear;
-        continue;
-      }
-      detail[directions[d].tensor] = sweep.slope;
-      worst = std::min(worst, sweep.slope);
-    }
-    if (linear == static_cast<int>(layouts.size())) worst = 2.0;  // nothing curved to fit
-    report.checks.push_back(make_check(
-        "taylor_remainder_order", worst, SelfCheckBars::taylor_min_order, false,
+    std::vector<TaylorDirection> taylor;
+    for (std::size_t d = 0; d < directions.size(); d += options.directions_per_tensor)
+      taylor.push_back({&directions[d], reverse_dd[d]});
+    report.checks.push_back(taylor_remainder_check(
+        taylor,
+        [&](const Direction& d, double step) {
+          return loss_f64(moved(problem, d, step), threads, faults);
+        },
+        f0, steps, rounding_scale,
         "slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, h = 2^-8..2^-20, one direction per input "
-        "tensor (f64); 2 = right gradient, 1 = wrong",
-        detail));
+        "tensor (f64); 2 = right gradient, 1 = wrong"));
   }
 
   // 4. f64 vs quad

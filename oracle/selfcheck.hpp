@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracle/evaluate.hpp"
+#include "oracle/forward_mode.hpp"
 
 namespace deltaproof::oracle {
 
@@ -102,6 +103,24 @@ struct SelfCheckBars {
   // fixtures (do -> dk dv dw dbeta at 4e-2 .. 9e-2).
   static constexpr double path_share = 1e-1;
 };
+
+// A check's figure against its bar (passed: finite and on the right side).
+CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
+                       std::string method, nlohmann::json detail = nlohmann::json::object());
+
+// taylor_remainder_order over directions: for each, the slope of
+// log|L(x+hd) - L(x) - h dd| against log h over `steps` (dd the gradient's
+// directional derivative claimed for it). A direction whose remainder stays at
+// the rounding floor (fewer than 3 points above it) is reported linear and
+// left out; the figure is the smallest slope, 2 when every direction is linear.
+struct TaylorDirection {
+  const Direction* direction;
+  double claimed;  // <grad, d>
+};
+CheckFigure taylor_remainder_check(const std::vector<TaylorDirection>& directions,
+                                   const std::function<double(const Direction&, double)>& loss,
+                                   double f0, const std::vector<double>& steps,
+                                   double rounding_scale, std::string method);
 
 // Runs every check except determinism (the fixture builder owns that one).
 // `quad` is the oracle's output in quad; the f64 oracle runs inside.
