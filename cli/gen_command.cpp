@@ -406,6 +406,7 @@ int run_production(const GenArguments& args) {
                            fmt::format("[{}/{}] {}", i + 1, fixtures.size(), f.file));
     print_check_table(fmt::format("{} -> {} ({:.2f} s)", f.spec.describe(), f.file, g.seconds),
                       g.fixture.report);
+    fmt::print("  seconds: {}\n", g.fixture.timings.dump());
     std::fflush(stdout);
     if (!g.fixture.report.passed()) {
       all_passed = false;
@@ -418,7 +419,8 @@ int run_production(const GenArguments& args) {
                                     {"command", g.fixture.file.metadata["command"]},
                                     {"reference", g.fixture.file.metadata["reference_precision"]},
                                     {"self_checks", g.fixture.report.to_json()},
-                                    {"seconds", g.seconds}});
+                                    {"seconds", g.seconds},
+                                    {"timings", g.fixture.timings}});
   }
   write_text_atomically(dir / "manifest.json", manifest.dump(2) + "\n");
   return all_passed ? 0 : 1;

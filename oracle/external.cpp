@@ -1,11 +1,13 @@
 // oracle/external.cpp — see external.hpp.
 #include "oracle/external.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -107,12 +109,24 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
   auto progress = [&](const std::string& step) {
     if (options.progress) options.progress(step);
   };
+  // each step's wall time (out.timings, never the file: its bytes must not
+  // depend on the clock): where a production-shape generation's time goes
+  auto clock = std::chrono::steady_clock::now();
+  auto lap = [&clock] {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - clock).count();
+    clock = now;
+    return seconds;
+  };
   progress("drawing inputs");
   const Problem problem = draw_problem(spec);
   progress(evaluator.name);
   const TensorMap reference = evaluator.evaluate(problem, true);
+  const double evaluate_seconds = lap();
   const double loss = loss_of(problem, reference);
+  int evaluations = 0;
   auto loss_along = [&](const Direction& d, double step) {
+    ++evaluations;
     if (evaluator.loss_along) return evaluator.loss_along(problem, d, step);
     Problem moved = problem;
     auto& values = moved.values[d.tensor];
@@ -145,6 +159,8 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
                     "max|quad| per term",
                     heads.size()),
         detail));
+    out.timings["evaluate"] = evaluate_seconds;
+    out.timings["sampled_vs_quad"] = lap();
   }
 
   const auto directions = scaled_directions(problem);
@@ -172,6 +188,8 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
         "random direction per input tensor (N(0,1) x the tensor's rms) against <grad, d>; rel = "
         "|fd - <grad,d>| / |<grad,d>|",
         detail));
+    out.timings["fd_vs_reverse_sweep"] = lap();
+    out.timings["fd_evaluations"] = std::exchange(evaluations, 0);
   }
 
   // 3. Taylor remainder along the same directions
@@ -189,6 +207,8 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
         fmt::format("slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, {} steps h = 2^-8..2^-20, "
                     "the fd directions; 2 = right gradient, 1 = wrong",
                     steps.size())));
+    out.timings["taylor_remainder_order"] = lap();
+    out.timings["taylor_evaluations"] = std::exchange(evaluations, 0);
   }
 
   // 4. determinism: a second evaluation, the same bits
@@ -200,10 +220,12 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
         make_check("determinism", same ? 0.0 : 1.0, 0.0, true,
                    same ? "a second evaluation gives the same bits in every output and gradient"
                         : fmt::format("a second evaluation differs, first in {}", first)));
+    out.timings["determinism"] = lap();
   }
 
   out.file = fixture_tensors(problem, reference);
   set_fixture_metadata(spec, loss, evaluator.name, options.command, out);
+  out.timings["assemble"] = lap();  // tensors, metadata, sha256s
   return out;
 }
 

@@ -25,6 +25,9 @@ struct GenerateOptions {
 struct GeneratedFixture {
   SafetensorsFile file;
   SelfCheckReport report;
+  // seconds per step and evaluation counts (external references), kept out of
+  // the file
+  nlohmann::json timings = nlohmann::json::object();
 };
 
 // The tensors of a fixture (no metadata): inputs and cotangents from the

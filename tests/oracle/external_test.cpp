@@ -128,6 +128,20 @@ TEST(ExternalFixture, AnEvaluatorThatIsNotDeterministicIsRefused) {
   EXPECT_TRUE(check(f, "sampled_vs_quad").passed);
 }
 
+// The file's bytes depend on the problem and the evaluator only: the steps'
+// wall times are reported beside it (timings), never in it.
+TEST(ExternalFixture, TwoGenerationsGiveTheSameBytesAndTheTimingsStayOutOfTheFile) {
+  const FixtureSpec spec = small_spec(Op::gdn2);
+  const GeneratedFixture a = generate_external_fixture(spec, f64_oracle(), {});
+  const GeneratedFixture b = generate_external_fixture(spec, f64_oracle(), {});
+  EXPECT_EQ(differing_bytes(a.file, b.file), 0u);
+  for (const char* step : {"evaluate", "sampled_vs_quad", "fd_vs_reverse_sweep",
+                           "taylor_remainder_order", "determinism", "assemble"})
+    EXPECT_TRUE(a.timings.contains(step)) << step;
+  EXPECT_EQ(a.timings.at("fd_evaluations").get<int>() % 7, 0);  // per direction, 7 inputs
+  EXPECT_EQ(a.file.metadata.at("self_checks").find("seconds"), std::string::npos);
+}
+
 TEST(ProductionFixtures, AreTheIssuesShapes) {
   const auto set = production_fixtures();
   ASSERT_EQ(set.size(), 4u);
