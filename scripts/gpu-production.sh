@@ -16,6 +16,8 @@
 #   3. FLA's chunk_gdn2 and chunk_kda (examples/fla_candidate.py --dtype bf16
 #      --first-config: every autotuner cut to its first config, same math) on
 #      each fixture, then `deltaproof gate check --precision bf16`.
+# PRODUCTION_NOISE_IN (a folder of noise models an earlier call brought back)
+# seeds production/noise; the models measured here come back in OUT_DIR/noise.
 # PRODUCTION_STEPS (default "1 2 3") picks the steps and their order ("2:B"
 # is step 2 for backend B alone); PRODUCTION_GATES (default "cuda-tc
 # cuda-chunk") the backends of step 2; PRODUCTION_ONLY (default all)
@@ -56,10 +58,15 @@ gen() {
   tail -n 60 "$logs/gen-production.txt"
 }
 
+mkdir -p production/noise
+[[ -n ${PRODUCTION_NOISE_IN:-} ]] && cp "$PRODUCTION_NOISE_IN"/*.json production/noise/ 2>/dev/null
+keep_noise() { mkdir -p "$out/noise" && cp production/noise/*.json "$out/noise/" 2>/dev/null; }
+
 gates() {  # backend
   timed gates-$1 $bin gate run --fixtures production "*.$1.*.bwd" \
     --noise-cache production/noise --report "$out/gates-$1.json"
   tail -n 12 "$logs/gates-$1.txt"
+  keep_noise
 }
 
 fla() {
