@@ -57,9 +57,9 @@ struct ExternalBars {
   // f64 against quad: the same arithmetic the CPU's f64 oracle meets at 1e-12
   // and better (tests/kernels/reference64_test.cpp); the bar.
   static constexpr double sampled_vs_quad = 1e-12;
-  // as gen's fd_vs_forward_mode and taylor_remainder_order
+  // as gen's fd_vs_forward_mode (taylor_remainder_order is gen's own check:
+  // taylor_remainder_check, SelfCheckBars::taylor_min_order)
   static constexpr double fd_vs_reverse_sweep = SelfCheckBars::fd_vs_forward_mode;
-  static constexpr double taylor_min_order = SelfCheckBars::taylor_min_order;
 };
 
 // L = <o, do> + <ht, dht> of a problem's outputs, compensated summation.
