@@ -288,17 +288,27 @@ int run_one(const GenArguments& args) {
   return passed ? 0 : 1;
 }
 
-int run_all(const GenArguments& args) {
-  if (args.out.empty()) throw InputError("gen --all needs --out DIR, the folder to write into.");
+// The folder a fixture set is written into (`job`: --all, --production):
+// refused when --out is missing or a file, or when one of the set's files
+// exists there without --overwrite; created, with each file's subfolder.
+fs::path set_folder(const GenArguments& args, const char* job,
+                    const std::vector<CanonicalFixture>& fixtures) {
+  if (args.out.empty())
+    throw InputError(fmt::format("gen {} needs --out DIR, the folder to write into.", job));
   const fs::path dir(args.out);
   if (fs::exists(dir) && !fs::is_directory(dir))
-    throw InputError(fmt::format("--out {} is a file; gen --all writes a folder.", dir.string()));
+    throw InputError(fmt::format("--out {} is a file; gen {} writes a folder.", dir.string(), job));
   fs::create_directories(dir);
-  const auto fixtures = canonical_fixtures();
   for (const auto& f : fixtures) {
     fs::create_directories((dir / f.file).parent_path());
     check_writable(dir / f.file, args.overwrite, "--out");
   }
+  return dir;
+}
+
+int run_all(const GenArguments& args) {
+  const auto fixtures = canonical_fixtures();
+  const fs::path dir = set_folder(args, "--all", fixtures);
   nlohmann::json manifest = {{"format", "deltaproof-manifest/1"},
                              {"generator", kGeneratorVersion},
                              {"fixtures", nlohmann::json::array()}};
@@ -375,15 +385,8 @@ std::vector<std::string> production_names() {
 // on the GPU and checked, and a manifest.json: `gate run --fixtures DIR`
 // gates there.
 int run_production(const GenArguments& args) {
-  if (args.out.empty())
-    throw InputError("gen --production needs --out DIR, the folder to write into.");
-  const fs::path dir(args.out);
-  if (fs::exists(dir) && !fs::is_directory(dir))
-    throw InputError(
-        fmt::format("--out {} is a file; gen --production writes a folder.", dir.string()));
   GenArguments gpu = args;
   gpu.reference = "gpu-f64";
-  fs::create_directories(dir);
   std::vector<CanonicalFixture> fixtures;
   for (const auto& f : production_fixtures())
     if (args.only.empty() || gates::glob_match(args.only, f.file)) fixtures.push_back(f);
@@ -391,10 +394,7 @@ int run_production(const GenArguments& args) {
     throw InputError(fmt::format("--only '{}' matches none of the production fixtures ({}).",
                                  args.only, fmt::join(production_names(), ", ")));
   gpu_evaluator();  // no GPU: refused before anything is written
-  for (const auto& f : fixtures) {
-    fs::create_directories((dir / f.file).parent_path());
-    check_writable(dir / f.file, args.overwrite, "--out");
-  }
+  const fs::path dir = set_folder(args, "--production", fixtures);
   nlohmann::json manifest = {{"format", "deltaproof-manifest/1"},
                              {"generator", kGeneratorVersion},
                              {"reference", "gpu-f64"},

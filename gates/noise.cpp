@@ -122,6 +122,10 @@ void reverse_channels(const KernelShape& s, const std::string& name, std::vector
                  values.begin() + static_cast<std::ptrdiff_t>(row + width));
 }
 
+// The tensors a member with inputs_in_bf16 rounds, in stream order (g and the
+// states stay f32, as FLA takes them).
+constexpr const char* kBf16InputNames[] = {"q", "k", "v", "b", "w", "beta", "do"};
+
 Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
                    const EnsembleMember& member) {
   KernelShape s = shape;
@@ -132,7 +136,7 @@ Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
     for (auto& [name, values] : in) reverse_channels(s, name, values);
   if (member.inputs_in_bf16) {
     std::uint64_t tensor = 0;
-    for (const char* name : {"q", "k", "v", "b", "w", "beta", "do"}) {
+    for (const char* name : kBf16InputNames) {
       ++tensor;
       auto it = in.find(name);
       if (it == in.end()) continue;
@@ -153,7 +157,7 @@ Buffers run_member(const KernelShape& shape, const Buffers& inputs, Phase phase,
 // Whether every token input a member may round to bf16 (run_member) is exact
 // in bf16 already: then no rounding rule changes any of them.
 bool inputs_exact_in_bf16(const Buffers& inputs) {
-  for (const char* name : {"q", "k", "v", "b", "w", "beta", "do"}) {
+  for (const char* name : kBf16InputNames) {
     auto it = inputs.find(name);
     if (it == inputs.end()) continue;
     for (float x : it->second)
@@ -251,31 +255,31 @@ std::filesystem::path& noise_cache_folder() {
   return folder;
 }
 
-template <class T>
-std::string hash_of(const std::vector<T>& values) {
-  return sha256_hex(std::as_bytes(std::span(values.data(), values.size())));
-}
-
 // sha256 over the cache format, the shape, phase and class, and each input
 // and reference tensor's own sha256 (those in parallel: 4 GB of a
 // production-shape fixture in seconds).
 std::string noise_key(const KernelShape& shape, const Buffers& inputs, Phase phase,
                       const std::map<std::string, std::vector<double>>& reference,
                       Precision precision) {
-  std::vector<std::pair<std::string, std::string>> parts;
-  for (const auto& [name, values] : inputs) parts.push_back({"input " + name, ""});
-  for (const auto& [name, values] : reference) parts.push_back({"reference " + name, ""});
+  struct Part {
+    std::string label;
+    std::span<const std::byte> bytes;
+    std::string hash;
+  };
+  std::vector<Part> parts;
+  for (const auto& [name, values] : inputs)
+    parts.push_back({"input " + name, std::as_bytes(std::span(values)), ""});
+  for (const auto& [name, values] : reference)
+    parts.push_back({"reference " + name, std::as_bytes(std::span(values)), ""});
   parallel_for(static_cast<int>(parts.size()), 0, [&](int i) {
-    auto& [label, hash] = parts[static_cast<std::size_t>(i)];
-    const bool input = label.rfind("input ", 0) == 0;
-    const std::string name = label.substr(input ? 6 : 10);
-    hash = input ? hash_of(inputs.at(name)) : hash_of(reference.at(name));
+    Part& part = parts[static_cast<std::size_t>(i)];
+    part.hash = sha256_hex(part.bytes);
   });
   std::string text = fmt::format(
       "{} {} B{} T{} H{} K{} V{} chunk{} scale{:a} bf16_inputs{} {} {}\n", kNoiseCacheFormat,
       op_name(shape.op), shape.B, shape.T, shape.H, shape.K, shape.V, shape.chunk, shape.scale,
       shape.bf16_inputs, phase == Phase::fwd ? "fwd" : "bwd", kernels::precision_name(precision));
-  for (const auto& [label, hash] : parts) text += label + " " + hash + "\n";
+  for (const Part& part : parts) text += part.label + " " + part.hash + "\n";
   return sha256_hex(std::as_bytes(std::span(text.data(), text.size())));
 }
 
@@ -307,6 +311,16 @@ std::vector<Band> bands(const nlohmann::json& j) {
 NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Phase phase,
                             const std::map<std::string, std::vector<double>>& reference,
                             Precision precision);
+
+// A model with what follows from the class and the chunk size alone: the
+// tolerances and the members; its terms still to fill.
+NoiseModel model_of(Precision precision, int chunk) {
+  NoiseModel model;
+  model.precision = precision;
+  model.tolerances = noise_tolerances(precision);
+  model.members = ensemble_members(precision, chunk);
+  return model;
+}
 
 }  // namespace
 
@@ -358,10 +372,7 @@ NoiseModel measure_noise(const KernelShape& shape, const Buffers& inputs, Phase 
       const auto bytes = read_file_bytes(file);
       const auto json = nlohmann::json::parse(
           std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-      NoiseModel model;
-      model.precision = precision;
-      model.tolerances = noise_tolerances(precision);
-      model.members = ensemble_members(precision, shape.chunk);
+      NoiseModel model = model_of(precision, shape.chunk);
       terms_from_json(json.at("terms"), model);
       model.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -390,10 +401,7 @@ NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Pha
                             const std::map<std::string, std::vector<double>>& reference,
                             Precision precision) {
   const auto start = std::chrono::steady_clock::now();
-  NoiseModel model;
-  model.precision = precision;
-  model.tolerances = noise_tolerances(precision);
-  model.members = ensemble_members(precision, shape.chunk);
+  NoiseModel model = model_of(precision, shape.chunk);
   // per term: each member's slopes, rel and per-chunk error
   std::map<std::string, std::vector<Slopes>> slopes;
   // A member whose rounding of the inputs changes none of them (a bf16

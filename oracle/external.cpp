@@ -19,7 +19,7 @@
 namespace deltaproof::oracle {
 namespace {
 
-// Neumaier's compensated sum of a[i] * b[i], and of |a[i] * b[i]|.
+// Neumaier's compensated sum.
 struct Compensated {
   double sum = 0.0, carry = 0.0;
   void add(double x) {
@@ -34,17 +34,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   Compensated s;
   for (std::size_t i = 0; i < a.size(); ++i) s.add(a[i] * b[i]);
   return s.value();
-}
-
-// Sum of |o * do| + |ht * dht|: the scale of L's rounding error.
-double loss_magnitude(const Problem& problem, const TensorMap& outputs) {
-  double total = 0.0;
-  for (const auto& [out, cot] : {std::pair{"o", "do"}, {"ht", "dht"}}) {
-    const auto& x = outputs.at(out);
-    const auto& y = problem.at(cot);
-    for (std::size_t i = 0; i < x.size(); ++i) total += std::abs(x[i] * y[i]);
-  }
-  return total;
 }
 
 bool same_bits(const TensorMap& a, const TensorMap& b, std::string& first) {
@@ -128,10 +117,8 @@ GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
   auto loss_along = [&](const Direction& d, double step) {
     ++evaluations;
     if (evaluator.loss_along) return evaluator.loss_along(problem, d, step);
-    Problem moved = problem;
-    auto& values = moved.values[d.tensor];
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] += step * d.values[i];
-    return loss_of(moved, evaluator.evaluate(moved, false));
+    const Problem there = moved(problem, d, step);
+    return loss_of(there, evaluator.evaluate(there, false));
   };
   GeneratedFixture out;
 

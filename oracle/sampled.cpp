@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/op.hpp"
 #include "core/parallel.hpp"
 #include "oracle/evaluate.hpp"
 
@@ -55,11 +56,12 @@ void check_head(const FixtureSpec& s, int b, int h) {
                                  s.H, s.describe()));
 }
 
-// The tensors of an op that run over V (their last axis, or a state's): v w
-// do o and their gradients; every other token tensor runs over K or is a
-// scalar per token.
-bool over_v(const std::string& name) {
-  return name == "v" || name == "w" || name == "do" || name == "o" || name == "dv" || name == "dw";
+// Whether a tensor of the op runs over V (its last axis, or the [K, V] state's
+// second): a slice of V columns holds its columns of it; every other tensor is
+// read whole by each slice (op table, core/op.hpp).
+bool over_columns(Op op, const std::string& name) {
+  const auto t = find_tensor(op, name);
+  return t && (t->axis == Axis::v || t->axis == Axis::state);
 }
 
 // Columns [j0, j1) of a one-sequence tensor over V: a token tensor's last
@@ -89,17 +91,14 @@ TensorMap evaluate_quad_by_columns(const Problem& one, bool with_gradients, int 
     Problem cut;
     cut.spec = s;
     cut.spec.V = j1 - j0;
-    for (const auto& [name, values] : one.values) {
-      const bool state = name == "h0" || name == "dht";
-      cut.values[name] = state || over_v(name) ? columns(values, s.V, j0, j1) : values;
-    }
+    for (const auto& [name, values] : one.values)
+      cut.values[name] = over_columns(s.op, name) ? columns(values, s.V, j0, j1) : values;
     parts[static_cast<std::size_t>(g)] = evaluate_quad(cut, with_gradients, 1).tensors;
   });
   TensorMap out;
   for (const auto& [name, first] : parts.front()) {
-    const bool state = name == "ht" || name == "dh0";
     std::vector<double>& whole = out[name];
-    if (state || over_v(name)) {  // each group's columns in place
+    if (over_columns(s.op, name)) {  // each group's columns in place
       const std::size_t rows = first.size() / static_cast<std::size_t>(bounds(0).second);
       whole.assign(rows * static_cast<std::size_t>(s.V), 0.0);
       for (int g = 0; g < groups; ++g) {

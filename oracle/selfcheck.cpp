@@ -103,6 +103,24 @@ Problem prefix_problem(const Problem& problem, int length) {
   return prefix;
 }
 
+Problem moved(const Problem& problem, const Direction& d, double step) {
+  Problem out = problem;
+  auto& values = out.values[d.tensor];
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] += step * d.values[i];
+  return out;
+}
+
+double loss_magnitude(const Problem& problem, const TensorMap& outputs) {
+  double total = 0.0;
+  const auto& o = outputs.at("o");
+  const auto& dout = problem.at("do");
+  for (std::size_t i = 0; i < o.size(); ++i) total += std::abs(o[i] * dout[i]);
+  const auto& ht = outputs.at("ht");
+  const auto& dht = problem.at("dht");
+  for (std::size_t i = 0; i < ht.size(); ++i) total += std::abs(ht[i] * dht[i]);
+  return total;
+}
+
 CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
                        std::string method, nlohmann::json detail) {
   CheckFigure c{std::move(name),   figure,           bar, lower_is_better, false,
@@ -156,13 +174,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return sum;
 }
 
-Problem moved(const Problem& problem, const Direction& d, double step) {
-  Problem out = problem;
-  auto& values = out.values[d.tensor];
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] += step * d.values[i];
-  return out;
-}
-
 // Per tensor: max |a - b| / max |b| over that tensor's directions.
 nlohmann::json per_tensor_rel(const std::vector<Direction>& directions,
                               const std::vector<double>& a, const std::vector<double>& b,
@@ -177,18 +188,6 @@ nlohmann::json per_tensor_rel(const std::vector<Direction>& directions,
     worst = std::max(worst, rel);
   }
   return detail;
-}
-
-// Scale of L's rounding error: sum of |o*do| + |ht*dht|.
-double loss_magnitude(const Problem& problem, const OracleOutput& out) {
-  double total = 0.0;
-  const auto& o = out.tensors.at("o");
-  const auto& dout = problem.at("do");
-  for (std::size_t i = 0; i < o.size(); ++i) total += std::abs(o[i] * dout[i]);
-  const auto& ht = out.tensors.at("ht");
-  const auto& dht = problem.at("dht");
-  for (std::size_t i = 0; i < ht.size(); ++i) total += std::abs(ht[i] * dht[i]);
-  return total;
 }
 
 }  // namespace
@@ -275,7 +274,7 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
   {
     const double f0 = f64.loss;
     // remainders below ~8000 ulps of sum|terms of L| are rounding noise: unfitted
-    const double rounding_scale = 1024 * loss_magnitude(problem, f64);
+    const double rounding_scale = 1024 * loss_magnitude(problem, f64.tensors);
     std::vector<double> steps;
     for (int e = 8; e <= 20; ++e) steps.push_back(std::ldexp(1.0, -e));
     std::vector<TaylorDirection> taylor;

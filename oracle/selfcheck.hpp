@@ -104,6 +104,11 @@ struct SelfCheckBars {
   static constexpr double path_share = 1e-1;
 };
 
+// The problem with input d.tensor moved by step x d.
+Problem moved(const Problem& problem, const Direction& d, double step);
+// The scale of L's rounding error: sum |o * do| + |ht * dht| of the outputs.
+double loss_magnitude(const Problem& problem, const TensorMap& outputs);
+
 // A check's figure against its bar (passed: finite and on the right side).
 CheckFigure make_check(std::string name, double figure, double bar, bool lower_is_better,
                        std::string method, nlohmann::json detail = nlohmann::json::object());
