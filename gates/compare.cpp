@@ -9,6 +9,7 @@
 
 #include "core/metric.hpp"
 #include "core/names.hpp"
+#include "core/parallel.hpp"
 #include "gates/instrument_faults.hpp"
 
 namespace deltaproof::gates {
@@ -93,7 +94,7 @@ TermLayout::TermLayout(const kernels::KernelShape& s, const std::string& term)
   width = w <= 0 ? 1 : static_cast<std::size_t>(w);
 }
 
-std::vector<std::int64_t> TermLayout::unravel(std::size_t flat) const {
+std::array<std::int64_t, 4> TermLayout::unravel(std::size_t flat) const {
   if (state) {
     const auto j = static_cast<std::int64_t>(flat % V);
     flat /= V;
@@ -110,7 +111,8 @@ std::vector<std::int64_t> TermLayout::unravel(std::size_t flat) const {
 
 std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::string& term,
                                   std::size_t flat) {
-  return TermLayout(s, term).unravel(flat);
+  const auto index = TermLayout(s, term).unravel(flat);
+  return {index.begin(), index.end()};
 }
 
 std::string figure_text(double x) {
@@ -149,7 +151,7 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
   c.abs_max = error.abs_max;
   c.ref_amax = error.ref_amax;
   c.non_finite = error.non_finite;
-  c.worst_index = layout.unravel(error.worst);
+  c.worst_index = unravel(s, term, error.worst);
   if (c.non_finite > 0) {
     c.status = TermStatus::fail;
     c.rel = c.rms_rel = c.margin = std::numeric_limits<double>::infinity();
@@ -228,16 +230,34 @@ std::vector<TermComparison> compare_terms(
     const kernels::KernelShape& shape, kernels::Phase phase,
     const std::map<std::string, std::vector<double>>& candidate,
     const std::map<std::string, std::vector<double>>& reference, const CompareOptions& options) {
+  const std::vector<std::string> names = kernels::kernel_output_names(shape.op, phase);
+  auto bar_of = [&](const std::string& term) {
+    const auto own_bar = options.term_bars.find(term);
+    return own_bar != options.term_bars.end() ? own_bar->second
+           : term == "o" || term == "ht"      ? options.fwd_bar
+                                              : options.bwd_bar;
+  };
+  auto comparable = [&](const std::string& term) {
+    const auto found = candidate.find(term);
+    return found != candidate.end() && found->second.size() == reference.at(term).size();
+  };
+  // the terms compared in parallel (33 M elements a term at the production shape)
+  std::vector<TermComparison> compared(names.size());
+  parallel_for(static_cast<int>(names.size()), 0, [&](int i) {
+    const std::string& term = names[static_cast<std::size_t>(i)];
+    if (comparable(term))
+      compared[static_cast<std::size_t>(i)] =
+          compare_one(shape, term, candidate.at(term), reference.at(term), bar_of(term),
+                      options.resolution_floor);
+  });
   std::vector<TermComparison> out;
   bool forward_passed = true;
-  for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& term = names[i];
     const bool forward = term == "o" || term == "ht";
-    const auto own_bar = options.term_bars.find(term);
-    const double bar = own_bar != options.term_bars.end() ? own_bar->second
-                       : forward                          ? options.fwd_bar
-                                                          : options.bwd_bar;
-    auto found = candidate.find(term);
-    if (found == candidate.end() || found->second.size() != reference.at(term).size()) {
+    const double bar = bar_of(term);
+    const auto found = candidate.find(term);
+    if (!comparable(term)) {
       TermComparison c;
       c.term = term;
       c.bar = bar;
@@ -251,8 +271,7 @@ std::vector<TermComparison> compare_terms(
       if (forward) forward_passed = false;
       continue;
     }
-    out.push_back(
-        compare_one(shape, term, found->second, reference.at(term), bar, options.resolution_floor));
+    out.push_back(std::move(compared[i]));
     if (!forward && !forward_passed) out.back().set_not_compared();
     if (forward && out.back().status != TermStatus::pass) forward_passed = false;
   }

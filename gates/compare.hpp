@@ -5,6 +5,7 @@
 // in the candidate (poison left unwritten) fails with a count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -107,7 +108,9 @@ struct TermLayout {
   std::size_t width = 1;  // per-token channels (1 for a scalar per token and head)
   int T = 1, H = 1, K = 1, V = 1;
   TermLayout(const kernels::KernelShape& shape, const std::string& term);
-  std::vector<std::int64_t> unravel(std::size_t flat) const;
+  // (b, t, h, i) or (b, h, i, j); no allocation: called once an element on
+  // tensors of 33 M elements
+  std::array<std::int64_t, 4> unravel(std::size_t flat) const;
 };
 // The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
 std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -434,29 +435,52 @@ NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Pha
     const std::size_t m = distinct[static_cast<std::size_t>(i)];
     outputs[m] = run_member(shape, inputs, phase, model.members[m]);
   });
-  for (std::size_t m = 0; m < count; ++m) {
-    const Buffers& out = outputs[runs_as[m]];
-    for (const auto& term : kernels::kernel_output_names(shape.op, phase)) {
-      const std::vector<double>& ref = reference.at(term);
-      const std::vector<double> got(out.at(term).begin(), out.at(term).end());
-      TermNoise& noise = model.terms[term];
-      const double amax = max_abs(ref);
-      const TermLayout layout(shape, term);
-      const std::size_t chunks =
-          layout.state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
-      noise.chunk_worst_rel.resize(chunks, 0.0);
-      RelError error;
-      for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double diff = error.add(got[i], ref[i]);
-        if (chunks > 0) {
-          const auto t = layout.unravel(i)[1];
-          double& slot = noise.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
-          slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
-        }
+  // Each run's error on each term, (run, term) pairs in parallel: at the
+  // production shape a term is 33 M elements and these passes, one after
+  // another, took longer than the runs.
+  const std::vector<std::string> names = kernels::kernel_output_names(shape.op, phase);
+  struct Measured {
+    double rel = 0.0;
+    std::vector<double> chunk_worst_rel;
+    Slopes slopes;
+  };
+  std::vector<Measured> measured(distinct.size() * names.size());
+  parallel_for(static_cast<int>(measured.size()), 0, [&](int n) {
+    const std::size_t run = distinct[static_cast<std::size_t>(n) / names.size()];
+    const std::string& term = names[static_cast<std::size_t>(n) % names.size()];
+    const std::vector<double>& ref = reference.at(term);
+    const std::vector<double> got(outputs[run].at(term).begin(), outputs[run].at(term).end());
+    const double amax = max_abs(ref);
+    const TermLayout layout(shape, term);
+    const std::size_t chunks =
+        layout.state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
+    Measured& out = measured[static_cast<std::size_t>(n)];
+    out.chunk_worst_rel.assign(chunks, 0.0);
+    RelError error;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double diff = error.add(got[i], ref[i]);
+      if (chunks > 0) {
+        const auto t = layout.unravel(i)[1];
+        double& slot = out.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
+        slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
       }
-      // (a zero reference: no figure to hold the candidate to)
-      noise.member_rel.push_back(amax > 0 ? error.rel() : 0.0);
-      slopes[term].push_back(regression_slopes(shape, term, got, ref));
+    }
+    // (a zero reference: no figure to hold the candidate to)
+    out.rel = amax > 0 ? error.rel() : 0.0;
+    out.slopes = regression_slopes(shape, term, got, ref);
+  });
+  // folded in member order: a member that ran as an earlier one has its figures
+  for (std::size_t m = 0; m < count; ++m) {
+    const auto run = static_cast<std::size_t>(
+        std::find(distinct.begin(), distinct.end(), runs_as[m]) - distinct.begin());
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      const Measured& got = measured[run * names.size() + j];
+      TermNoise& noise = model.terms[names[j]];
+      noise.chunk_worst_rel.resize(got.chunk_worst_rel.size(), 0.0);
+      for (std::size_t c = 0; c < got.chunk_worst_rel.size(); ++c)
+        noise.chunk_worst_rel[c] = std::max(noise.chunk_worst_rel[c], got.chunk_worst_rel[c]);
+      noise.member_rel.push_back(got.rel);
+      slopes[names[j]].push_back(got.slopes);
     }
   }
   for (auto& [term, noise] : model.terms) {
@@ -503,8 +527,20 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
                 const std::map<std::string, std::vector<double>>& reference,
                 std::vector<TermComparison>& terms) {
   const NoiseTolerances& tol = model.tolerances;
+  // the candidate's slopes of every term it has, terms in parallel (33 M
+  // elements a term at the production shape)
+  std::vector<std::optional<Slopes>> slopes(terms.size());
+  parallel_for(static_cast<int>(terms.size()), 0, [&](int i) {
+    const TermComparison& t = terms[static_cast<std::size_t>(i)];
+    const auto got = candidate.find(t.term);
+    if (got != candidate.end() && model.terms.count(t.term) > 0 &&
+        got->second.size() == reference.at(t.term).size())
+      slopes[static_cast<std::size_t>(i)] =
+          regression_slopes(shape, t.term, got->second, reference.at(t.term));
+  });
   bool forward_passed = true;
-  for (TermComparison& t : terms) {
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    TermComparison& t = terms[k];
     const auto found = model.terms.find(t.term);
     if (found == model.terms.end()) continue;
     const TermNoise& noise = found->second;
@@ -535,7 +571,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
       if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
       continue;
     }
-    const Slopes got = regression_slopes(shape, t.term, candidate.at(t.term), reference.at(t.term));
+    const Slopes& got = slopes[k].value();
     n.alpha = got.whole;
     n.correlation = got.correlation;
     n.chunk_alpha = got.chunk;

@@ -2,6 +2,9 @@
 #include "oracle/gpu_reference.hpp"
 
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/gdn2_form.hpp"
@@ -36,6 +39,19 @@ TensorMap outputs_of(const FixtureSpec& s, Reference64Output out, bool with_grad
   return t;
 }
 
+// The field of a gdn2-form input tensor.
+std::vector<double>& gdn2_field(Reference64Input& in, std::string_view name) {
+  for (auto [field, values] : {std::pair{"q", &in.q},
+                               {"k", &in.k},
+                               {"v", &in.v},
+                               {"g", &in.g},
+                               {"b", &in.b},
+                               {"w", &in.w},
+                               {"h0", &in.h0}})
+    if (name == field) return *values;
+  throw std::invalid_argument("loss_along: no gdn2-form input named " + std::string(name));
+}
+
 // The gdn2-form inputs of the last problem loss_along saw.
 struct Cache {
   const Problem* problem = nullptr;
@@ -51,23 +67,14 @@ double loss_along(Cache& cache, const Problem& p, const Direction& d, double ste
   Reference64Input& in = cache.input;
   std::vector<double> moved = p.at(d.tensor);
   for (std::size_t i = 0; i < moved.size(); ++i) moved[i] += step * d.values[i];
-  // the gdn2-form tensors this input feeds, swapped in and back out
+  // the gdn2-form tensors this input feeds (gdn2_tensors_fed), swapped in and
+  // back out: a scalar per token (beta, gdn's g) broadcast over a row of each
   std::vector<std::pair<std::vector<double>*, std::vector<double>>> swapped;
-  if (d.tensor == "beta") {
-    swapped.push_back({&in.b, broadcast_channels(moved, s.K)});
-    swapped.push_back({&in.w, broadcast_channels(moved, s.V)});
-  } else if (d.tensor == "g") {
-    swapped.push_back({&in.g, s.op == Op::gdn ? broadcast_channels(moved, s.K) : moved});
-  } else {
-    std::vector<double>* field = d.tensor == "q"    ? &in.q
-                                 : d.tensor == "k"  ? &in.k
-                                 : d.tensor == "v"  ? &in.v
-                                 : d.tensor == "b"  ? &in.b
-                                 : d.tensor == "w"  ? &in.w
-                                 : d.tensor == "h0" ? &in.h0
-                                                    : nullptr;
-    if (!field) throw std::invalid_argument("loss_along: no input named " + d.tensor);
-    swapped.push_back({field, std::move(moved)});
+  for (std::string_view name : gdn2_tensors_fed(d.tensor)) {
+    std::vector<double>& field = gdn2_field(in, name);
+    const std::size_t width = field.size() / moved.size();
+    swapped.push_back(
+        {&field, width == 1 ? moved : broadcast_channels(moved, static_cast<int>(width))});
   }
   for (auto& [field, values] : swapped) std::swap(*field, values);
   Reference64Output out;

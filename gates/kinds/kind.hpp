@@ -10,6 +10,7 @@
 //   batch-head  a head or sequence keeps its bits when the others move
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -64,7 +65,7 @@ kernels::Buffers run_poisoned(const kernels::Backend& backend, const kernels::Ke
 // An oracle comparison at the family's bars.
 CompareOptions family_compare(const Family& family);
 
-using Predicate = std::function<bool(const std::vector<std::int64_t>& index)>;
+using Predicate = std::function<bool(const std::array<std::int64_t, 4>& index)>;
 
 // A bitwise relation on one tensor, restricted to the elements `selected`
 // picks: status pass iff every selected element has the same bits.

@@ -53,7 +53,7 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
     error.add(got[i], want[i]);
     if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
     const bool new_worst = error.worst == error.count - 1;  // this element's |diff| is the largest
-    if (differing == 0 || new_worst) c.worst_index = index;
+    if (differing == 0 || new_worst) c.worst_index.assign(index.begin(), index.end());
     ++differing;
   }
   c.ref_amax = error.ref_amax;
