@@ -47,6 +47,11 @@ nlohmann::json TermComparison::to_json() const {
     for (double x : xs) out.push_back(finite_or_null(x));
     return out;
   };
+  auto bands = [](const std::vector<std::array<double, 2>>& xs) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [lo, hi] : xs) out.push_back({finite_or_null(lo), finite_or_null(hi)});
+    return out;
+  };
   nlohmann::json row = {{"term", term},
                         {"status", status_name(status)},
                         {"rel", finite_or_null(rel)},
@@ -82,7 +87,10 @@ nlohmann::json TermComparison::to_json() const {
         {"ensemble_rel", figures(noise.member_rel)},
         {"ensemble_alpha", figures(noise.member_alpha)},
         {"per_chunk_ensemble_worst_rel", figures(noise.chunk_worst_rel)},
-        {"per_chunk_alpha", figures(noise.chunk_alpha)}};
+        {"per_chunk_alpha", figures(noise.chunk_alpha)},
+        {"per_chunk_alpha_band", bands(noise.chunk_band)},
+        {"per_head_alpha", figures(noise.head_alpha)},
+        {"per_head_alpha_band", bands(noise.head_band)}};
   }
   return row;
 }

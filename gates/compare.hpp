@@ -55,9 +55,12 @@ struct TermComparison {
     std::string bias_where;    // the most biased group: "term", "chunk 3", "head (0,1)"
     double bias_excess = 0.0;  // that group's |alpha - mid| / its allowed half-width (> 1: red)
     double mde = 0.0;          // the smallest uniform scaling of the term that is red
-    std::vector<double> member_rel, member_alpha;  // each ensemble member's rel and slope
-    std::vector<double> chunk_worst_rel;           // per chunk, the ensemble's worst error
-    std::vector<double> chunk_alpha;               // per chunk, the candidate's slope
+    std::vector<double> member_rel, member_alpha;   // each ensemble member's rel and slope
+    std::vector<double> chunk_worst_rel;            // per chunk, the ensemble's worst error
+    std::vector<double> chunk_alpha;                // per chunk, the candidate's slope
+    std::vector<std::array<double, 2>> chunk_band;  // per chunk, where it must lie
+    std::vector<double> head_alpha;                 // per (b, h), b-major, the candidate's slope
+    std::vector<std::array<double, 2>> head_band;   // per (b, h), where it must lie
   } noise;
   // A not_compared gradient compared all the same, after a red forward, so
   // that a report names every term a fault touched (issue 11). Never part of

@@ -575,6 +575,17 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.alpha = got.whole;
     n.correlation = got.correlation;
     n.chunk_alpha = got.chunk;
+    n.head_alpha = got.head;
+    auto limits = [&tol](const std::vector<Band>& groups) {
+      std::vector<std::array<double, 2>> out;
+      for (const Band& band : groups) {
+        const double half = tol.kappa_bias * band.half() + tol.bias_floor;
+        out.push_back({band.mid() - half, band.mid() + half});
+      }
+      return out;
+    };
+    n.chunk_band = limits(noise.chunk_alpha);
+    n.head_band = limits(noise.head_alpha);
     n.alpha_z = noise.alpha_sigma > 0 ? (got.whole - noise.alpha_mean) / noise.alpha_sigma
                                       : std::numeric_limits<double>::infinity();
     // the most biased group: the whole term, a chunk, a head
