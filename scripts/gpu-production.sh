@@ -26,7 +26,12 @@
 # in production/noise (--noise-cache): FLA's check on a fixture reuses
 # cuda-tc's. Writes into OUT_DIR:
 # production-manifest.json, gates-<backend>.json, fla-<fixture>.json,
-# summary.txt and logs.tar.
+# alpha-fla-<fixture>.txt (scripts/alpha_contributions.py on each head FLA's
+# check found biased), summary.txt and logs.tar.
+# Triage of a biased head: "3:f32" or "3:tf32" runs step 3 in that class
+# (fla-<fixture>-<class>.json); "4:BACKEND" runs BACKEND on each fixture; both
+# analyse PRODUCTION_TRIAGE's heads (e.g. "db:1,15 db:2,1") with
+# scripts/alpha_contributions.py into alpha-*.txt.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-production.sh OUT_DIR}
 out=$(mkdir -p "$out" && cd "$out" && pwd)
@@ -69,17 +74,52 @@ gates() {  # backend
   keep_noise
 }
 
-fla() {
+biased_heads() {  # report.json: "term b,h" for each red term whose most biased group is a head
+  [[ -f $1 ]] && python3 -c '
+import json, re, sys
+for gate in json.load(open(sys.argv[1]))["gates"]:
+    for t in gate["terms"]:
+        where = (t.get("noise") or {}).get("bias_where", "")
+        if t["status"] == "fail" and where.startswith("head"):
+            print(t["term"], ",".join(re.findall(r"\d+", where)))' "$1"
+}
+
+alpha() {  # fixture candidate report out: scripts/alpha_contributions.py on each head the
+  # check found biased and on each of PRODUCTION_TRIAGE's ("db:1,15 dh0:0,3")
+  { biased_heads "$3"; for t in ${PRODUCTION_TRIAGE:-}; do echo "${t%%:*} ${t#*:}"; done; } |
+    while read -r term head; do
+      python3 scripts/alpha_contributions.py "$1" "$2" --term "$term" >>"$4" 2>&1
+      python3 scripts/alpha_contributions.py "$1" "$2" --term "$term" --head "$head" --top 16 \
+        >>"$4" 2>&1
+    done
+}
+
+fla() {  # class: bf16 (default), f32 or tf32
+  local class=${1:-bf16} dtype=bf16 tf32=() suffix=
+  [[ $class != bf16 ]] && dtype=f32 suffix=-$class
+  [[ $class == tf32 ]] && tf32=(--allow-tf32)
   for fixture in production/*/*.safetensors; do
     op=$(basename "$(dirname "$fixture")")
-    name=$op-$(basename "$fixture" .safetensors)
-    timed fla-$name python3 examples/fla_candidate.py "$fixture" --dtype bf16 --first-config \
-      --out "$logs/$name.candidate.safetensors" &&
+    name=$op-$(basename "$fixture" .safetensors)$suffix
+    timed fla-$name python3 examples/fla_candidate.py "$fixture" --dtype $dtype "${tf32[@]}" \
+      --first-config --out "$logs/$name.candidate.safetensors" &&
       timed check-fla-$name $bin gate check --fixture "$fixture" \
-        --candidate "$logs/$name.candidate.safetensors" --precision bf16 --phase bwd \
+        --candidate "$logs/$name.candidate.safetensors" --precision "$class" --phase bwd \
         --noise-cache production/noise --report "$out/fla-$name.json"
     tail -n 14 "$logs/check-fla-$name.txt" 2>/dev/null
+    alpha "$fixture" "$logs/$name.candidate.safetensors" "$out/fla-$name.json" \
+      "$out/alpha-fla-$name.txt"
     rm -f "$logs/$name.candidate.safetensors"
+  done
+}
+
+triage() {  # backend: its candidate on each fixture, and PRODUCTION_TRIAGE's heads
+  for fixture in production/*/*.safetensors; do
+    name=$(basename "$(dirname "$fixture")")-$(basename "$fixture" .safetensors)
+    timed run-$1-$name $bin run --backend "$1" --fixture "$fixture" \
+      --out "$logs/$name.$1.safetensors" &&
+      alpha "$fixture" "$logs/$name.$1.safetensors" /dev/null "$out/alpha-$1-$name.txt"
+    rm -f "$logs/$name.$1.safetensors"
   done
 }
 
@@ -90,6 +130,8 @@ for step in $steps; do
     2) for backend in $backends; do gates "$backend"; done ;;
     2:*) gates "${step#2:}" ;;
     3) fla ;;
+    3:*) fla "${step#3:}" ;;
+    4:*) triage "${step#4:}" ;;
   esac
 done
 

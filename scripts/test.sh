@@ -19,6 +19,8 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== Python: load every committed fixture with safetensors + numpy"
 python3 scripts/check_fixtures.py fixtures
+echo "== Python: scripts/alpha_contributions.py finds a head's 1% scaling"
+python3 tests/python/alpha_contributions_test.py
 
 echo "== falsify build: the fault catalog's campaign on the CPU backends"
 cmake --preset falsify >/dev/null
