@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -269,9 +270,9 @@ class Doubles {
   std::size_t n_ = 0;
 };
 
-}  // namespace
-
-Reference64Output run_reference64(const Reference64Input& in, bool backward) {
+// Refuses a shape the one-block-per-sequence layout cannot run, or inputs
+// whose sizes do not match it.
+void validate(const Reference64Input& in, bool backward) {
   auto fail = [&](const std::string& why) {
     throw std::runtime_error("reference64: " + why + " (" + shape_of(in) + ")");
   };
@@ -289,7 +290,26 @@ Reference64Output run_reference64(const Reference64Input& in, bool backward) {
   expect(in.q, tk, "q"), expect(in.k, tk, "k"), expect(in.g, tk, "g"), expect(in.b, tk, "b");
   expect(in.v, tv, "v"), expect(in.w, tv, "w"), expect(in.h0, kv, "h0");
   if (backward) expect(in.d_o, tv, "do"), expect(in.dht, kv, "dht");
+}
 
+// The forward's launch: o and ht of p.
+void launch_forward(const Problem64& p, const Reference64Input& in) {
+  const std::size_t forward_bytes = Shared::doubles(in.K, in.V) * sizeof(double);
+  check(cudaFuncSetAttribute(reference64_forward, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(forward_bytes)),
+        "reference64_forward (shared memory)", in);
+  reference64_forward<<<static_cast<unsigned>(in.B * in.H), Config::kThreads, forward_bytes>>>(
+      p, nullptr, 0);
+  check(cudaGetLastError(), "reference64_forward", in);
+  check(cudaDeviceSynchronize(), "reference64_forward", in);
+}
+
+}  // namespace
+
+Reference64Output run_reference64(const Reference64Input& in, bool backward) {
+  validate(in, backward);
+  const std::size_t heads = static_cast<std::size_t>(in.B) * in.H;
+  const std::size_t tk = heads * in.T * in.K, tv = heads * in.T * in.V, kv = heads * in.K * in.V;
   auto upload = [&](const std::vector<double>& x, const char* name) {
     auto d = std::make_unique<Doubles>(x.size(), name, in);
     check(cudaMemcpy(d->get(), x.data(), x.size() * sizeof(double), cudaMemcpyHostToDevice), name,
@@ -347,6 +367,76 @@ Reference64Output run_reference64(const Reference64Input& in, bool backward) {
     out.dh0 = download(dh0, "dh0");
   }
   return out;
+}
+
+struct Reference64Session::Device {
+  Reference64Input shape;  // B T H K V and scale only: the values live on the device
+  std::map<std::string, std::unique_ptr<Doubles>> inputs, scratch;
+  std::unique_ptr<Doubles> o, ht;
+};
+
+Reference64Session::Reference64Session(const Reference64Input& in) : device_(new Device) {
+  validate(in, false);
+  Device& d = *device_;
+  d.shape.B = in.B, d.shape.T = in.T, d.shape.H = in.H, d.shape.K = in.K, d.shape.V = in.V;
+  d.shape.scale = in.scale;
+  for (const auto& [name, values] : {std::pair{"q", &in.q},
+                                     {"k", &in.k},
+                                     {"g", &in.g},
+                                     {"b", &in.b},
+                                     {"v", &in.v},
+                                     {"w", &in.w},
+                                     {"h0", &in.h0}}) {
+    auto buffer = std::make_unique<Doubles>(values->size(), name, d.shape);
+    check(cudaMemcpy(buffer->get(), values->data(), values->size() * sizeof(double),
+                     cudaMemcpyHostToDevice),
+          name, d.shape);
+    d.inputs[name] = std::move(buffer);
+  }
+  d.o = std::make_unique<Doubles>(in.v.size(), "o", d.shape);
+  d.ht = std::make_unique<Doubles>(in.h0.size(), "ht", d.shape);
+}
+
+Reference64Session::~Reference64Session() = default;
+
+std::size_t Reference64Session::size(const std::string& name) const {
+  const auto found = device_->inputs.find(name);
+  if (found == device_->inputs.end())
+    throw std::invalid_argument("reference64: no input named " + name);
+  return found->second->size();
+}
+
+void Reference64Session::forward(const std::vector<Replacement>& replaced, std::vector<double>& o,
+                                 std::vector<double>& ht) {
+  Device& d = *device_;
+  const Reference64Input& in = d.shape;
+  std::map<std::string, const double*> at;
+  for (const auto& [name, buffer] : d.inputs) at[name] = buffer->get();
+  for (const Replacement& r : replaced) {
+    const auto base = d.inputs.find(r.name);
+    if (base == d.inputs.end())
+      throw std::invalid_argument(std::string("reference64: no input named ") + r.name);
+    if (r.values->size() != base->second->size())
+      throw std::invalid_argument(std::string("reference64: the replacement of ") + r.name +
+                                  " holds " + std::to_string(r.values->size()) + " values, not " +
+                                  std::to_string(base->second->size()));
+    auto& buffer = d.scratch[r.name];
+    if (!buffer) buffer = std::make_unique<Doubles>(r.values->size(), r.name, in);
+    check(cudaMemcpy(buffer->get(), r.values->data(), r.values->size() * sizeof(double),
+                     cudaMemcpyHostToDevice),
+          r.name, in);
+    at[r.name] = buffer->get();
+  }
+  const Problem64 p{in.B,        in.T,    in.H,    in.K,    in.V,     in.scale, at["q"], at["k"],
+                    at["g"],     at["b"], at["v"], at["w"], at["h0"], nullptr,  nullptr, d.o->get(),
+                    d.ht->get(), nullptr, nullptr, nullptr, nullptr,  nullptr,  nullptr, nullptr};
+  launch_forward(p, in);
+  o.resize(d.o->size());
+  ht.resize(d.ht->size());
+  check(cudaMemcpy(o.data(), d.o->get(), o.size() * sizeof(double), cudaMemcpyDeviceToHost), "o",
+        in);
+  check(cudaMemcpy(ht.data(), d.ht->get(), ht.size() * sizeof(double), cudaMemcpyDeviceToHost),
+        "ht", in);
 }
 
 }  // namespace deltaproof::kernels::cuda

@@ -7,6 +7,9 @@
 // includes it.
 #pragma once
 
+#include <cstddef>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace deltaproof::kernels::cuda {
@@ -38,5 +41,35 @@ struct Reference64Config {
 // Runs on the current device; throws std::runtime_error with a sentence (a
 // shape it cannot run, a size that does not match, a CUDA error).
 Reference64Output run_reference64(const Reference64Input& in, bool backward);
+
+// The forward of one problem, its inputs kept on the device across many
+// evaluations that each replace some of them: the loss evaluations of gen's
+// directional checks (oracle/gpu_reference.cpp). At B4 T4096 H16 K=V=128 an
+// evaluation then uploads the one tensor that moved, not all seven (1.9 GB).
+// Bit for bit run_reference64's forward on the same values.
+class Reference64Session {
+ public:
+  explicit Reference64Session(const Reference64Input& in);  // validates and uploads
+  ~Reference64Session();
+  Reference64Session(const Reference64Session&) = delete;
+  Reference64Session& operator=(const Reference64Session&) = delete;
+
+  // A gdn2-form input (q k v g b w h0) replaced for one forward: values of its full size.
+  struct Replacement {
+    const char* name;
+    const std::vector<double>* values;
+  };
+  // The number of values of a gdn2-form input; throws std::invalid_argument
+  // for a name that is none.
+  std::size_t size(const std::string& name) const;
+  // o and ht with `replaced` in place of those inputs (the others as uploaded),
+  // into o and ht (resized).
+  void forward(const std::vector<Replacement>& replaced, std::vector<double>& o,
+               std::vector<double>& ht);
+
+ private:
+  struct Device;
+  std::unique_ptr<Device> device_;
+};
 
 }  // namespace deltaproof::kernels::cuda

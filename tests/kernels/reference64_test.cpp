@@ -12,8 +12,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "core/rng.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cuda/reference64.hpp"
 #include "oracle/evaluate.hpp"
@@ -103,6 +106,45 @@ TEST(Reference64External, EverySelfCheckPassesAndLossAlongIsAFreshEvaluation) {
       EXPECT_EQ(gpu.loss_along(p, d, 1e-3), fresh) << op_name(op) << " " << d.tensor;
     }
   }
+}
+
+// The session's forward is run_reference64's, bit for bit, with its inputs as
+// uploaded and with one replaced; a replacement it cannot take is refused.
+TEST(Reference64Session, ItsForwardIsRunReference64sWithAndWithoutAReplacement) {
+  if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  kernels::cuda::Reference64Input in;
+  in.B = 2, in.T = 70, in.H = 3, in.K = 16, in.V = 8, in.scale = 0.25;
+  Rng rng(7, 0);
+  const std::size_t tk = 2 * 70 * 3 * 16, tv = 2 * 70 * 3 * 8, kv = 2 * 3 * 16 * 8;
+  auto draw = [&rng](std::size_t n, double lo, double hi) {
+    std::vector<double> x(n);
+    for (double& v : x) v = rng.uniform(lo, hi);
+    return x;
+  };
+  in.q = draw(tk, -1, 1), in.k = draw(tk, -0.3, 0.3), in.g = draw(tk, -0.2, 0);
+  in.b = draw(tk, 0, 1), in.v = draw(tv, -1, 1), in.w = draw(tv, 0, 1), in.h0 = draw(kv, -1, 1);
+  kernels::cuda::Reference64Session session(in);
+  std::vector<double> o, ht;
+  session.forward({}, o, ht);
+  const auto whole = kernels::cuda::run_reference64(in, false);
+  EXPECT_EQ(o, whole.o);
+  EXPECT_EQ(ht, whole.ht);
+
+  const std::vector<double> w = draw(tv, 0, 1);
+  session.forward({{"w", &w}}, o, ht);
+  kernels::cuda::Reference64Input moved = in;
+  moved.w = w;
+  const auto replaced = kernels::cuda::run_reference64(moved, false);
+  EXPECT_EQ(o, replaced.o);
+  EXPECT_EQ(ht, replaced.ht);
+  EXPECT_NE(o, whole.o);
+  session.forward({}, o, ht);  // the replacement lasts one forward
+  EXPECT_EQ(o, whole.o);
+
+  EXPECT_EQ(session.size("w"), tv);
+  EXPECT_THROW(session.size("beta"), std::invalid_argument);
+  const std::vector<double> short_w(3);
+  EXPECT_THROW(session.forward({{"w", &short_w}}, o, ht), std::invalid_argument);
 }
 
 // Bad input is refused with a sentence before the GPU is touched.
