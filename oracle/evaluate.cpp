@@ -31,14 +31,14 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
                       const GeneratorFaults& faults) {
   const FixtureSpec& s = problem.spec;
   const S scale = S(s.scale());
-  std::vector<HeadResult<S>> heads(static_cast<std::size_t>(s.B) * s.H);
+  const std::vector<SequenceRef> refs = sequences(s);
+  std::vector<HeadResult<S>> heads(refs.size());
   parallel_for(static_cast<int>(heads.size()), threads, [&](int index) {
-    const int b = index / s.H;
-    const int h = index % s.H;
-    const Sequence<S> x = head_sequence<S>(problem, b, h);
-    const Mat<S> dout = head_tokens<S>(s, problem.at("do"), s.V, b, h);
-    const Mat<S> dht = head_state<S>(s, problem.at("dht"), b, h);
-    HeadResult<S>& result = heads[index];
+    const SequenceRef& r = refs[static_cast<std::size_t>(index)];
+    const Sequence<S> x = cut_sequence<S>(problem, r);
+    const Mat<S> dout = sequence_tokens<S>(s, problem.at("do"), s.V, r);
+    const Mat<S> dht = sequence_state<S>(s, problem.at("dht"), r);
+    HeadResult<S>& result = heads[static_cast<std::size_t>(index)];
     result.trajectory = forward(x, scale, with_gradients, faults);
     result.loss = loss(result.trajectory, dout, dht);
     if (with_gradients) {
@@ -71,22 +71,21 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
              {"dw", std::vector<S>(size(s.V), S(0))}};
   }
   S total = S(0);
-  for (int b = 0; b < s.B; ++b) {
-    for (int h = 0; h < s.H; ++h) {
-      const HeadResult<S>& r = heads[static_cast<std::size_t>(b) * s.H + h];
-      total += r.loss;
-      store_head_tokens(s, r.trajectory.o, s.V, b, h, tensors["o"], narrow);
-      store_head_state(s, r.trajectory.ht, b, h, tensors["ht"], narrow);
-      if (!with_gradients) continue;
-      const SequenceGradients<S>& d = r.gradients;
-      store_head_tokens(s, d.dq, s.K, b, h, tensors["dq"], narrow);
-      store_head_tokens(s, d.dk, s.K, b, h, tensors["dk"], narrow);
-      store_head_tokens(s, d.dv, s.V, b, h, tensors["dv"], narrow);
-      store_head_tokens(s, d.dg, s.K, b, h, gates["dg"], keep);
-      store_head_tokens(s, d.db, s.K, b, h, gates["db"], keep);
-      store_head_tokens(s, d.dw, s.V, b, h, gates["dw"], keep);
-      store_head_state(s, d.dh0, b, h, tensors["dh0"], narrow);
-    }
+  for (std::size_t n = 0; n < refs.size(); ++n) {
+    const SequenceRef& ref = refs[n];
+    const HeadResult<S>& r = heads[n];
+    total += r.loss;
+    store_sequence_tokens(s, r.trajectory.o, s.V, ref, tensors["o"], narrow);
+    store_sequence_state(s, r.trajectory.ht, ref, tensors["ht"], narrow);
+    if (!with_gradients) continue;
+    const SequenceGradients<S>& d = r.gradients;
+    store_sequence_tokens(s, d.dq, s.K, ref, tensors["dq"], narrow, on_key_head("q"));
+    store_sequence_tokens(s, d.dk, s.K, ref, tensors["dk"], narrow, on_key_head("k"));
+    store_sequence_tokens(s, d.dv, s.V, ref, tensors["dv"], narrow);
+    store_sequence_tokens(s, d.dg, s.K, ref, gates["dg"], keep);
+    store_sequence_tokens(s, d.db, s.K, ref, gates["db"], keep);
+    store_sequence_tokens(s, d.dw, s.V, ref, gates["dw"], keep);
+    store_sequence_state(s, d.dh0, ref, tensors["dh0"], narrow);
   }
   if (with_gradients) fold_gradients(s.op, s.K, s.V, gates);
   for (const auto& [name, values] : gates) {

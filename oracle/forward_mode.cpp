@@ -50,9 +50,10 @@ void seed(Sequence<D>& x, const HeadCoordinate& c, double weight, int n) {
   }
 }
 
-std::size_t flat_offset(const FixtureSpec& s, const HeadCoordinate& c, int b, int h) {
-  if (c.layout->is_state) return state_offset(s, b, h, c.row, c.column);
-  return token_offset(s, c.layout->width, b, c.row, h, c.column);
+std::size_t flat_offset(const FixtureSpec& s, const HeadCoordinate& c, const SequenceRef& r) {
+  if (c.layout->is_state) return state_offset(s, r.state, r.value_head, c.row, c.column);
+  return token_offset(s, c.layout->width, r.batch, r.begin + c.row,
+                      on_key_head(c.layout->name) ? r.key_head : r.value_head, c.column);
 }
 
 // Every coordinate of one (batch, head), tensor by tensor.
@@ -68,37 +69,35 @@ std::vector<HeadCoordinate> head_coordinates(const FixtureSpec& s,
   return coordinates;
 }
 
-// Runs one dual forward of (b, h) with the tangents already seeded in x and
-// returns the tangent of L.
-std::array<double, kTangents> tangent_of_loss(const Problem& p, Sequence<D>& x, int b, int h,
-                                              const GeneratorFaults& faults) {
+// Runs one dual forward of a sequence with the tangents already seeded in x
+// and returns the tangent of L.
+std::array<double, kTangents> tangent_of_loss(const Problem& p, Sequence<D>& x,
+                                              const SequenceRef& r, const GeneratorFaults& faults) {
   const FixtureSpec& s = p.spec;
-  const Mat<D> dout = head_tokens<D>(s, p.at("do"), s.V, b, h);
-  const Mat<D> dht = head_state<D>(s, p.at("dht"), b, h);
+  const Mat<D> dout = sequence_tokens<D>(s, p.at("do"), s.V, r);
+  const Mat<D> dht = sequence_state<D>(s, p.at("dht"), r);
   const Trajectory<D> trajectory = forward(x, D(s.scale()), false, faults);
   const D total = loss(trajectory, dout, dht);
   return total.tangent;
 }
 
-// Runs `body(task, b, h, first, last, x)` in parallel for every (batch,
-// head) and every batch of kTangents of `count` seeds: x is the head's
-// sequence for the body to seed seeds [first, last) into; task = head *
-// batches + batch (tangent_batches(count) batches).
+// Runs `body(task, r, first, last, x)` in parallel for every sequence r and
+// every batch of kTangents of `count` seeds: x is the sequence for the body
+// to seed seeds [first, last) into; task = sequence * batches + batch
+// (tangent_batches(count) batches).
 int tangent_batches(std::size_t count) {
   return static_cast<int>((count + kTangents - 1) / kTangents);
 }
 template <class Body>
 void for_each_tangent_batch(const Problem& problem, std::size_t count, int threads, Body body) {
-  const FixtureSpec& s = problem.spec;
+  const std::vector<SequenceRef> refs = sequences(problem.spec);
   const int batches = tangent_batches(count);
-  parallel_for(s.B * s.H * batches, threads, [&](int task) {
-    const int head = task / batches;
-    const int b = head / s.H;
-    const int h = head % s.H;
+  parallel_for(static_cast<int>(refs.size()) * batches, threads, [&](int task) {
+    const SequenceRef& r = refs[static_cast<std::size_t>(task / batches)];
     const std::size_t first = static_cast<std::size_t>(task % batches) * kTangents;
     const std::size_t last = std::min(count, first + kTangents);
-    Sequence<D> x = head_sequence<D>(problem, b, h);
-    body(task, b, h, first, last, x);
+    Sequence<D> x = cut_sequence<D>(problem, r);
+    body(task, r, first, last, x);
   });
 }
 
@@ -124,14 +123,14 @@ TensorMap forward_mode_gradient(const Problem& problem, int threads,
 
   for_each_tangent_batch(
       problem, coordinates.size(), threads,
-      [&](int, int b, int h, std::size_t first, std::size_t last, Sequence<D>& x) {
+      [&](int, const SequenceRef& r, std::size_t first, std::size_t last, Sequence<D>& x) {
         for (std::size_t c = first; c < last; ++c)
           seed(x, coordinates[c], 1.0, static_cast<int>(c - first));
-        const auto tangents = tangent_of_loss(problem, x, b, h, faults);
+        const auto tangents = tangent_of_loss(problem, x, r, faults);
         // each coordinate belongs to exactly one task: no two tasks write one slot
         for (std::size_t c = first; c < last; ++c)
-          gradient[gradient_name(coordinates[c].layout->name)]
-                  [flat_offset(s, coordinates[c], b, h)] = tangents[c - first];
+          gradient[gradient_name(coordinates[c].layout->name)][flat_offset(s, coordinates[c], r)] =
+              tangents[c - first];
       });
   return gradient;
 }
@@ -142,26 +141,26 @@ std::vector<double> forward_mode_directional(const Problem& problem,
   const FixtureSpec& s = problem.spec;
   const auto layouts = input_layouts(s);
   const int batches = tangent_batches(directions.size());
-  const int heads = s.B * s.H;
+  const int heads = static_cast<int>(sequences(s).size());
   std::vector<std::array<double, kTangents>> partial(static_cast<std::size_t>(heads) * batches);
 
   for_each_tangent_batch(
       problem, directions.size(), threads,
-      [&](int task, int b, int h, std::size_t first, std::size_t last, Sequence<D>& x) {
+      [&](int task, const SequenceRef& seq, std::size_t first, std::size_t last, Sequence<D>& x) {
         for (std::size_t d = first; d < last; ++d) {
           const auto layout = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) {
             return l.name == directions[d].tensor;
           });
-          const int rows = layout->is_state ? s.K : s.T;
+          const int rows = layout->is_state ? s.K : seq.length();
           const int columns = layout->is_state ? s.V : layout->per_token();
           for (int r = 0; r < rows; ++r)
             for (int c = 0; c < columns; ++c) {
               const HeadCoordinate coordinate{&*layout, r, c};
-              seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, b, h)],
+              seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, seq)],
                    static_cast<int>(d - first));
             }
         }
-        partial[task] = tangent_of_loss(problem, x, b, h, faults);
+        partial[task] = tangent_of_loss(problem, x, seq, faults);
       });
 
   // heads summed in a fixed order: the same bits for any thread count

@@ -72,6 +72,13 @@ std::vector<double> draw_tensor(const FixtureSpec& spec, const TensorLayout& lay
 
 }  // namespace
 
+std::vector<SequenceRef> sequences(const FixtureSpec& spec) {
+  std::vector<SequenceRef> out;
+  for (int b = 0; b < spec.B; ++b)
+    for (int h = 0; h < spec.H; ++h) out.push_back(dense_sequence(spec, b, h));
+  return out;
+}
+
 Problem draw_problem(const FixtureSpec& spec) {
   spec.validate();
   Problem problem{spec, {}};

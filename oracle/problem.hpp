@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/gdn2_form.hpp"
@@ -65,55 +66,101 @@ inline std::size_t state_offset(const FixtureSpec& s, int b, int h, int i, int j
   return deltaproof::state_offset(s.H, s.K, s.V, b, h, i, j);
 }
 
-// Copies one token tensor's (b, h) slice into a T x width matrix.
+// One sequence of a problem: the tokens [begin, end) of a batch row, the head
+// its keys and queries come from and the head everything else comes from,
+// and the index of its states (h0, ht, dht, dh0). In a dense problem that is
+// batch b, all T tokens, head h for both, state b; docs/VARLEN.md says how
+// packed sequences and grouped value heads fill it in.
+struct SequenceRef {
+  int batch = 0, begin = 0, end = 0;
+  int key_head = 0, value_head = 0;
+  int state = 0;
+  int length() const { return end - begin; }
+};
+
+// Whether an input is read from a sequence's key head: q and k, as FLA lays
+// them out ([B, T, H, K]); every other tensor carries the value head.
+inline bool on_key_head(std::string_view name) { return name == "q" || name == "k"; }
+
+// Every sequence of the problem, in the order the oracle runs and stores
+// them: batch-major, then head.
+std::vector<SequenceRef> sequences(const FixtureSpec& spec);
+
+// Copies one token tensor's slice of a sequence into a length x width matrix:
+// the key head's for q and k (`key_side`), the value head's otherwise.
 template <class S>
-Mat<S> head_tokens(const FixtureSpec& s, const std::vector<double>& values, int width, int b,
-                   int h) {
-  Mat<S> out(s.T, width);
-  for (int t = 0; t < s.T; ++t)
-    for (int i = 0; i < width; ++i) out(t, i) = S(values[token_offset(s, width, b, t, h, i)]);
+Mat<S> sequence_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
+                       const SequenceRef& r, bool key_side = false) {
+  const int h = key_side ? r.key_head : r.value_head;
+  Mat<S> out(r.length(), width);
+  for (int t = r.begin; t < r.end; ++t)
+    for (int i = 0; i < width; ++i)
+      out(t - r.begin, i) = S(values[token_offset(s, width, r.batch, t, h, i)]);
   return out;
 }
 
 template <class S>
-Mat<S> head_state(const FixtureSpec& s, const std::vector<double>& values, int b, int h) {
+Mat<S> sequence_state(const FixtureSpec& s, const std::vector<double>& values,
+                      const SequenceRef& r) {
   Mat<S> out(s.K, s.V);
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j) out(i, j) = S(values[state_offset(s, b, h, i, j)]);
+    for (int j = 0; j < s.V; ++j)
+      out(i, j) = S(values[state_offset(s, r.state, r.value_head, i, j)]);
   return out;
 }
 
-// The (b, h) sequence in gdn2 form (core/gdn2_form.hpp: kda/gdn's beta
-// becomes b over K and w over V; gdn's scalar g is broadcast over K).
+// The sequence in gdn2 form (core/gdn2_form.hpp: kda/gdn's beta becomes b
+// over K and w over V; gdn's scalar g is broadcast over K).
 template <class S>
-Sequence<S> head_sequence(const Problem& p, int b, int h) {
+Sequence<S> cut_sequence(const Problem& p, const SequenceRef& r) {
   const FixtureSpec& s = p.spec;
   Sequence<S> x;
-  x.q = head_tokens<S>(s, p.at("q"), s.K, b, h);
-  x.k = head_tokens<S>(s, p.at("k"), s.K, b, h);
-  x.v = head_tokens<S>(s, p.at("v"), s.V, b, h);
+  x.q = sequence_tokens<S>(s, p.at("q"), s.K, r, on_key_head("q"));
+  x.k = sequence_tokens<S>(s, p.at("k"), s.K, r, on_key_head("k"));
+  x.v = sequence_tokens<S>(s, p.at("v"), s.V, r);
   const Gdn2Gates<double> gates = gdn2_gates(s.op, s.K, s.V, p.values);
-  x.g = head_tokens<S>(s, gates.g, s.K, b, h);
-  x.b = head_tokens<S>(s, gates.b, s.K, b, h);
-  x.w = head_tokens<S>(s, gates.w, s.V, b, h);
-  x.h0 = head_state<S>(s, p.at("h0"), b, h);
+  x.g = sequence_tokens<S>(s, gates.g, s.K, r);
+  x.b = sequence_tokens<S>(s, gates.b, s.K, r);
+  x.w = sequence_tokens<S>(s, gates.w, s.V, r);
+  x.h0 = sequence_state<S>(s, p.at("h0"), r);
   return x;
 }
 
-// Writes a T x width matrix into a token tensor's (b, h) slice, each value
-// through `convert`.
+// Writes a length x width matrix into a token tensor's slice of a sequence,
+// each value through `convert`.
 template <class S, class Out, class Convert>
-void store_head_tokens(const FixtureSpec& s, const Mat<S>& m, int width, int b, int h,
-                       std::vector<Out>& out, Convert convert) {
-  for (int t = 0; t < s.T; ++t)
-    for (int i = 0; i < width; ++i) out[token_offset(s, width, b, t, h, i)] = convert(m(t, i));
+void store_sequence_tokens(const FixtureSpec& s, const Mat<S>& m, int width, const SequenceRef& r,
+                           std::vector<Out>& out, Convert convert, bool key_side = false) {
+  const int h = key_side ? r.key_head : r.value_head;
+  for (int t = r.begin; t < r.end; ++t)
+    for (int i = 0; i < width; ++i)
+      out[token_offset(s, width, r.batch, t, h, i)] = convert(m(t - r.begin, i));
 }
 
 template <class S, class ToDouble>
-void store_head_state(const FixtureSpec& s, const Mat<S>& m, int b, int h, std::vector<double>& out,
-                      ToDouble to_double) {
+void store_sequence_state(const FixtureSpec& s, const Mat<S>& m, const SequenceRef& r,
+                          std::vector<double>& out, ToDouble to_double) {
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j) out[state_offset(s, b, h, i, j)] = to_double(m(i, j));
+    for (int j = 0; j < s.V; ++j)
+      out[state_offset(s, r.state, r.value_head, i, j)] = to_double(m(i, j));
+}
+
+// The (b, h) sequence of a dense problem (sequences(spec)[b * H + h]).
+inline SequenceRef dense_sequence(const FixtureSpec& s, int b, int h) {
+  return {b, 0, s.T, h, h, b};
+}
+template <class S>
+Mat<S> head_tokens(const FixtureSpec& s, const std::vector<double>& values, int width, int b,
+                   int h) {
+  return sequence_tokens<S>(s, values, width, dense_sequence(s, b, h));
+}
+template <class S>
+Mat<S> head_state(const FixtureSpec& s, const std::vector<double>& values, int b, int h) {
+  return sequence_state<S>(s, values, dense_sequence(s, b, h));
+}
+template <class S>
+Sequence<S> head_sequence(const Problem& p, int b, int h) {
+  return cut_sequence<S>(p, dense_sequence(p.spec, b, h));
 }
 
 }  // namespace deltaproof::oracle
