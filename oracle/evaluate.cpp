@@ -63,12 +63,17 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
   auto keep = [](const S& x) { return x; };
   // the gradients of g, b and w in gdn2 form, kept in S until they are folded
   // back into the op's own (core/gdn2_form.hpp)
-  std::map<std::string, std::vector<S>> gates;
+  std::map<std::string, std::vector<S>> gates, keyed;
   if (with_gradients) {
-    const auto size = [&](int width) { return static_cast<std::size_t>(s.B) * s.T * s.H * width; };
-    gates = {{"dg", std::vector<S>(size(s.K), S(0))},
-             {"db", std::vector<S>(size(s.K), S(0))},
-             {"dw", std::vector<S>(size(s.V), S(0))}};
+    const auto size = [&](int heads, int width) {
+      return static_cast<std::size_t>(s.B) * s.T * heads * width;
+    };
+    gates = {{"dg", std::vector<S>(size(s.value_heads(), s.K), S(0))},
+             {"db", std::vector<S>(size(s.value_heads(), s.K), S(0))},
+             {"dw", std::vector<S>(size(s.value_heads(), s.V), S(0))}};
+    // dq and dk of a key head: its group's value heads summed in S, in order
+    keyed = {{"dq", std::vector<S>(size(s.H, s.K), S(0))},
+             {"dk", std::vector<S>(size(s.H, s.K), S(0))}};
   }
   S total = S(0);
   for (std::size_t n = 0; n < refs.size(); ++n) {
@@ -79,8 +84,13 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
     store_sequence_state(s, r.trajectory.ht, ref, tensors["ht"], narrow);
     if (!with_gradients) continue;
     const SequenceGradients<S>& d = r.gradients;
-    store_sequence_tokens(s, d.dq, s.K, ref, tensors["dq"], narrow, on_key_head("q"));
-    store_sequence_tokens(s, d.dk, s.K, ref, tensors["dk"], narrow, on_key_head("k"));
+    if (ref.value_head % s.group() == 0) {  // the group's first value head
+      store_sequence_tokens(s, d.dq, s.K, ref, keyed["dq"], keep, on_key_head("q"));
+      store_sequence_tokens(s, d.dk, s.K, ref, keyed["dk"], keep, on_key_head("k"));
+    } else {
+      add_sequence_tokens(s, d.dq, s.K, ref, keyed["dq"]);
+      add_sequence_tokens(s, d.dk, s.K, ref, keyed["dk"]);
+    }
     store_sequence_tokens(s, d.dv, s.V, ref, tensors["dv"], narrow);
     store_sequence_tokens(s, d.dg, s.K, ref, gates["dg"], keep);
     store_sequence_tokens(s, d.db, s.K, ref, gates["db"], keep);
@@ -88,6 +98,10 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
     store_sequence_state(s, d.dh0, ref, tensors["dh0"], narrow);
   }
   if (with_gradients) fold_gradients(s.op, s.K, s.V, gates);
+  for (const auto& [name, values] : keyed) {
+    std::vector<double>& tensor = tensors.at(name);
+    for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);
+  }
   for (const auto& [name, values] : gates) {
     std::vector<double>& tensor = tensors.at(name);
     for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);

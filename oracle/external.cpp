@@ -95,6 +95,7 @@ std::vector<CanonicalFixture> production_fixtures() {
 GeneratedFixture generate_external_fixture(const FixtureSpec& spec,
                                            const ExternalEvaluator& evaluator,
                                            const ExternalOptions& options) {
+  refuse_packed_or_grouped(spec);
   auto progress = [&](const std::string& step) {
     if (options.progress) options.progress(step);
   };

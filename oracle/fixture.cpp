@@ -94,6 +94,7 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
 }
 
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
+  refuse_packed_or_grouped(spec);
   auto progress = [&](const std::string& step) {
     if (options.progress) options.progress(step);
   };

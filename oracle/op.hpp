@@ -36,6 +36,17 @@ struct FixtureSpec {
   // h0 is zero whatever this says.
   bool zero_h0 = false;
   bool h0_is_zero() const { return zero_h0 || regime == Regime::edge; }
+  // Grouped value heads (docs/VARLEN.md): HV value heads, value head hv
+  // reading key head hv / (HV / H); 0 means HV = H.
+  int HV = 0;
+  int value_heads() const { return HV > 0 ? HV : H; }
+  int group() const { return value_heads() / H; }
+  // Packed sequences: with B = 1, sequence n owns tokens [cu_seqlens[n],
+  // cu_seqlens[n + 1]) and state n; empty means dense.
+  std::vector<std::int64_t> cu_seqlens;
+  bool packed() const { return !cu_seqlens.empty(); }
+  // The number of states (h0, ht, dht, dh0): one a sequence, or one a batch row.
+  int states() const { return packed() ? static_cast<int>(cu_seqlens.size()) - 1 : B; }
   // scale = K^-1/2 as the nearest double; every precision uses this value.
   double scale() const;
   int num_chunks() const { return (T + chunk - 1) / chunk; }
@@ -45,12 +56,28 @@ struct FixtureSpec {
   void validate() const;
 };
 
-// How one input tensor of an op is laid out: token tensors are [B,T,H,width],
-// width 0 meaning [B,T,H]; the state h0 is [B,H,K,V].
+// Whether an input is read from a sequence's key head: q and k, as FLA lays
+// them out ([B, T, H, K]); every other tensor carries the value head.
+inline bool on_key_head(std::string_view name) { return name == "q" || name == "k"; }
+
+// What is wrong with cu_seqlens for a batch of B rows of T tokens, as the end
+// of a sentence ("it must start at 0, not 3"); empty when nothing is.
+std::string packing_problem(const std::vector<std::int64_t>& cu_seqlens, int B, int T);
+
+// Throws InputError for grouped value heads or packed sequences where only
+// the oracle's evaluation knows them yet (issue 14, docs/VARLEN.md section 5):
+// the self-checks, the fixture file and the kernels are dense.
+void refuse_packed_or_grouped(const FixtureSpec& spec);
+
+// How one input tensor of an op is laid out: token tensors are [B,T,heads,width],
+// width 0 meaning [B,T,heads]; the state h0 is [states,HV,K,V]. q and k carry
+// the H key heads, every other tensor the HV value heads.
 struct TensorLayout {
   std::string name;
   bool is_state = false;
-  int width = 0;  // per-token channels (K, V, or 0 for a scalar per token and head)
+  int width = 0;           // per-token channels (K, V, or 0 for a scalar per token and head)
+  bool key_heads = false;  // q, k: H heads; otherwise HV
+  int heads(const FixtureSpec& spec) const { return key_heads ? spec.H : spec.value_heads(); }
   Shape shape(const FixtureSpec& spec) const;
   int per_token() const { return is_state ? 0 : (width == 0 ? 1 : width); }
 };

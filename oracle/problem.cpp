@@ -74,18 +74,44 @@ std::vector<double> draw_tensor(const FixtureSpec& spec, const TensorLayout& lay
 
 std::vector<SequenceRef> sequences(const FixtureSpec& spec) {
   std::vector<SequenceRef> out;
-  for (int b = 0; b < spec.B; ++b)
-    for (int h = 0; h < spec.H; ++h) out.push_back(dense_sequence(spec, b, h));
+  const int G = spec.group();
+  for (int n = 0; n < spec.states(); ++n)
+    for (int hv = 0; hv < spec.value_heads(); ++hv) {
+      const int begin = spec.packed() ? static_cast<int>(spec.cu_seqlens[n]) : 0;
+      const int end = spec.packed() ? static_cast<int>(spec.cu_seqlens[n + 1]) : spec.T;
+      out.push_back({spec.packed() ? 0 : n, begin, end, hv / G, hv, n});
+    }
   return out;
+}
+
+FixtureSpec alone_spec(const FixtureSpec& spec, int n) {
+  FixtureSpec one = spec;
+  one.cu_seqlens.clear();
+  one.B = 1;
+  one.T = static_cast<int>(spec.cu_seqlens[n + 1] - spec.cu_seqlens[n]);
+  one.seed = spec.seed + 1000003ULL * static_cast<std::uint64_t>(n + 1);
+  return one;
 }
 
 Problem draw_problem(const FixtureSpec& spec) {
   spec.validate();
   Problem problem{spec, {}};
-  for (const auto& layout : input_layouts(spec))
-    problem.values[layout.name] = draw_tensor(spec, layout);
-  for (const auto& layout : cotangent_layouts(spec))
-    problem.values[layout.name] = draw_tensor(spec, layout);
+  std::vector<TensorLayout> layouts = input_layouts(spec);
+  for (const auto& layout : cotangent_layouts(spec)) layouts.push_back(layout);
+  if (!spec.packed()) {
+    for (const auto& layout : layouts) problem.values[layout.name] = draw_tensor(spec, layout);
+    return problem;
+  }
+  // sequence after sequence, each drawn as it is alone: a packed tensor's
+  // token rows and states are its sequences' one after another (batch 1)
+  for (int n = 0; n < spec.states(); ++n) {
+    const FixtureSpec one = alone_spec(spec, n);
+    for (const auto& layout : layouts) {
+      const std::vector<double> part = draw_tensor(one, layout);
+      auto& whole = problem.values[layout.name];
+      whole.insert(whole.end(), part.begin(), part.end());
+    }
+  }
   return problem;
 }
 

@@ -58,6 +58,11 @@ struct Problem {
 //            probability 1/2, else drawn as in default.
 Problem draw_problem(const FixtureSpec& spec);
 
+// Sequence n of a packed spec as a problem of its own: B = 1, T its length,
+// its own seed. draw_problem draws a packed problem's sequences as these, so
+// each sequence's inputs are the alone problem's, bit for bit.
+FixtureSpec alone_spec(const FixtureSpec& spec, int n);
+
 // Flat offsets in FLA layout.
 inline std::size_t token_offset(const FixtureSpec& s, int width, int b, int t, int h, int i) {
   return deltaproof::token_offset(s.T, s.H, width, b, t, h, i);
@@ -78,24 +83,30 @@ struct SequenceRef {
   int length() const { return end - begin; }
 };
 
-// Whether an input is read from a sequence's key head: q and k, as FLA lays
-// them out ([B, T, H, K]); every other tensor carries the value head.
-inline bool on_key_head(std::string_view name) { return name == "q" || name == "k"; }
-
 // Every sequence of the problem, in the order the oracle runs and stores
 // them: batch-major, then head.
 std::vector<SequenceRef> sequences(const FixtureSpec& spec);
 
 // Copies one token tensor's slice of a sequence into a length x width matrix:
 // the key head's for q and k (`key_side`), the value head's otherwise.
+// Where a sequence's token t, channel i sits in a token tensor of the key
+// heads (`key_side`) or the value heads; where its state's (i, j) sits.
+inline std::size_t sequence_token_offset(const FixtureSpec& s, int width, const SequenceRef& r,
+                                         int t, int i, bool key_side) {
+  return deltaproof::token_offset(s.T, key_side ? s.H : s.value_heads(), width, r.batch, t,
+                                  key_side ? r.key_head : r.value_head, i);
+}
+inline std::size_t sequence_state_offset(const FixtureSpec& s, const SequenceRef& r, int i, int j) {
+  return deltaproof::state_offset(s.value_heads(), s.K, s.V, r.state, r.value_head, i, j);
+}
+
 template <class S>
 Mat<S> sequence_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
                        const SequenceRef& r, bool key_side = false) {
-  const int h = key_side ? r.key_head : r.value_head;
   Mat<S> out(r.length(), width);
   for (int t = r.begin; t < r.end; ++t)
     for (int i = 0; i < width; ++i)
-      out(t - r.begin, i) = S(values[token_offset(s, width, r.batch, t, h, i)]);
+      out(t - r.begin, i) = S(values[sequence_token_offset(s, width, r, t, i, key_side)]);
   return out;
 }
 
@@ -104,8 +115,7 @@ Mat<S> sequence_state(const FixtureSpec& s, const std::vector<double>& values,
                       const SequenceRef& r) {
   Mat<S> out(s.K, s.V);
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j)
-      out(i, j) = S(values[state_offset(s, r.state, r.value_head, i, j)]);
+    for (int j = 0; j < s.V; ++j) out(i, j) = S(values[sequence_state_offset(s, r, i, j)]);
   return out;
 }
 
@@ -131,18 +141,26 @@ Sequence<S> cut_sequence(const Problem& p, const SequenceRef& r) {
 template <class S, class Out, class Convert>
 void store_sequence_tokens(const FixtureSpec& s, const Mat<S>& m, int width, const SequenceRef& r,
                            std::vector<Out>& out, Convert convert, bool key_side = false) {
-  const int h = key_side ? r.key_head : r.value_head;
   for (int t = r.begin; t < r.end; ++t)
     for (int i = 0; i < width; ++i)
-      out[token_offset(s, width, r.batch, t, h, i)] = convert(m(t - r.begin, i));
+      out[sequence_token_offset(s, width, r, t, i, key_side)] = convert(m(t - r.begin, i));
+}
+
+// Adds a length x width matrix into a key-head token tensor's slice of a
+// sequence: the value heads of one group, summed in the order they are added.
+template <class S>
+void add_sequence_tokens(const FixtureSpec& s, const Mat<S>& m, int width, const SequenceRef& r,
+                         std::vector<S>& out) {
+  for (int t = r.begin; t < r.end; ++t)
+    for (int i = 0; i < width; ++i)
+      out[sequence_token_offset(s, width, r, t, i, true)] += m(t - r.begin, i);
 }
 
 template <class S, class ToDouble>
 void store_sequence_state(const FixtureSpec& s, const Mat<S>& m, const SequenceRef& r,
                           std::vector<double>& out, ToDouble to_double) {
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j)
-      out[state_offset(s, r.state, r.value_head, i, j)] = to_double(m(i, j));
+    for (int j = 0; j < s.V; ++j) out[sequence_state_offset(s, r, i, j)] = to_double(m(i, j));
 }
 
 // The (b, h) sequence of a dense problem (sequences(spec)[b * H + h]).

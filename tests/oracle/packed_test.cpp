@@ -1,0 +1,150 @@
+// tests/oracle/packed_test.cpp — the oracle on packed sequences (cu_seqlens)
+// and grouped value heads (HV > H), docs/VARLEN.md: a packed sequence is the
+// same sequence alone, bit for bit; a grouped problem is the dense problem
+// whose key heads are repeated over their groups, with dq and dk summed over
+// each group; bad specs are refused with a sentence.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "oracle/evaluate.hpp"
+#include "oracle/fixture.hpp"
+
+namespace deltaproof::oracle {
+namespace {
+
+FixtureSpec grouped_spec(Op op) {
+  FixtureSpec s;
+  s.op = op;
+  s.B = 2, s.T = 21, s.H = 2, s.HV = 6, s.K = 4, s.V = 3, s.chunk = 16, s.seed = 11;
+  return s;
+}
+
+// The value heads' tensors of one sequence n (all heads) of a packed problem,
+// as the flat values a problem of B = 1 would hold: its token rows and state.
+std::vector<double> slice(const FixtureSpec& packed, const TensorLayout& layout,
+                          const std::vector<double>& values, int n) {
+  const auto heads = static_cast<std::size_t>(layout.heads(packed));
+  if (layout.is_state) {
+    const std::size_t per = heads * packed.K * packed.V;
+    return {values.begin() + static_cast<std::ptrdiff_t>(n * per),
+            values.begin() + static_cast<std::ptrdiff_t>((n + 1) * per)};
+  }
+  const std::size_t row = heads * static_cast<std::size_t>(layout.per_token());
+  return {values.begin() + static_cast<std::ptrdiff_t>(packed.cu_seqlens[n] * row),
+          values.begin() + static_cast<std::ptrdiff_t>(packed.cu_seqlens[n + 1] * row)};
+}
+
+TEST(Packed, EachSequenceIsTheSameSequenceAloneBitForBit) {
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    FixtureSpec s = grouped_spec(op);
+    s.B = 1, s.T = 40, s.HV = 4;
+    s.cu_seqlens = {0, 1, 7, 23, 40};  // 1 token, under a chunk, a chunk plus 0 and 1
+    const Problem packed = draw_problem(s);
+    const OracleOutput whole = evaluate<double>(packed, true, 2);
+    std::vector<TensorLayout> layouts = input_layouts(s);
+    for (const auto& l : output_layouts(s)) layouts.push_back(l);
+    for (auto l : input_layouts(s)) {
+      l.name = gradient_name(l.name);
+      layouts.push_back(l);
+    }
+    for (int n = 0; n < s.states(); ++n) {
+      const Problem alone = draw_problem(alone_spec(s, n));
+      const OracleOutput one = evaluate<double>(alone, true, 1);
+      for (const auto& layout : layouts) {
+        const bool input = packed.values.count(layout.name) > 0;
+        const auto& got = input ? packed.at(layout.name) : whole.tensors.at(layout.name);
+        const auto& want = input ? alone.at(layout.name) : one.tensors.at(layout.name);
+        EXPECT_EQ(slice(s, layout, got, n), want)
+            << op_name(op) << " sequence " << n << " " << layout.name;
+      }
+    }
+  }
+}
+
+TEST(Grouped, IsTheDenseProblemWithKeyHeadsRepeatedAndDqDkSummedOverTheGroup) {
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    const FixtureSpec s = grouped_spec(op);
+    const Problem grouped = draw_problem(s);
+    // the dense twin: H = HV heads, q and k of head hv the grouped key head hv / G
+    FixtureSpec d = s;
+    d.H = s.HV, d.HV = 0;
+    Problem dense{d, grouped.values};
+    const int G = s.group(), H = s.H, HV = s.HV;
+    for (const char* name : {"q", "k"}) {
+      std::vector<double>& x = dense.values[name];
+      x.assign(static_cast<std::size_t>(s.B) * s.T * HV * s.K, 0.0);
+      for (int b = 0; b < s.B; ++b)
+        for (int t = 0; t < s.T; ++t)
+          for (int hv = 0; hv < HV; ++hv)
+            for (int i = 0; i < s.K; ++i)
+              x[token_offset(d, s.K, b, t, hv, i)] =
+                  grouped.at(name)[deltaproof::token_offset(s.T, H, s.K, b, t, hv / G, i)];
+    }
+    const OracleOutput got = evaluate<double>(grouped, true, 2);
+    const OracleOutput want = evaluate<double>(dense, true, 2);
+    for (const auto& [name, values] : want.tensors) {
+      if (name == "dq" || name == "dk") continue;
+      EXPECT_EQ(got.tensors.at(name), values) << op_name(op) << " " << name;
+    }
+    for (const char* name : {"dq", "dk"}) {
+      std::vector<double> summed(static_cast<std::size_t>(s.B) * s.T * H * s.K, 0.0);
+      for (int b = 0; b < s.B; ++b)
+        for (int t = 0; t < s.T; ++t)
+          for (int hv = 0; hv < HV; ++hv)
+            for (int i = 0; i < s.K; ++i)
+              summed[deltaproof::token_offset(s.T, H, s.K, b, t, hv / G, i)] +=
+                  want.tensors.at(name)[token_offset(d, s.K, b, t, hv, i)];
+      EXPECT_EQ(got.tensors.at(name), summed) << op_name(op) << " " << name;
+    }
+    EXPECT_EQ(got.loss, want.loss) << op_name(op);
+  }
+}
+
+TEST(Packed, BadSpecsAreRefusedWithASentence) {
+  auto refusal = [](FixtureSpec s) -> std::string {
+    try {
+      s.validate();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  FixtureSpec s;
+  s.B = 1, s.T = 10, s.H = 2;
+  s.HV = 3;
+  EXPECT_NE(refusal(s).find("--HV is 3, but the value heads must be a multiple of the 2 key"),
+            std::string::npos)
+      << refusal(s);
+  s.HV = 4;
+  EXPECT_EQ(refusal(s), "");
+  s.cu_seqlens = {1, 10};
+  EXPECT_NE(refusal(s).find("--cu-seqlens 1,10: it must start at 0, not 1."), std::string::npos)
+      << refusal(s);
+  s.cu_seqlens = {0, 4, 4, 10};
+  EXPECT_NE(refusal(s).find("offset 2 is 4 after 4 (a sequence of length 0)"), std::string::npos)
+      << refusal(s);
+  s.cu_seqlens = {0, 4, 9};
+  EXPECT_NE(refusal(s).find("it must end at the 10 tokens (T), not at 9"), std::string::npos)
+      << refusal(s);
+  s.cu_seqlens = {0};
+  EXPECT_NE(refusal(s).find("it holds 1 offsets"), std::string::npos) << refusal(s);
+  s.cu_seqlens = {0, 4, 10};
+  EXPECT_EQ(refusal(s), "");
+  EXPECT_EQ(s.describe(), "gdn2 B1 T10 H2 K8 V8 chunk16 default f32 seed0 HV4 cu_seqlens=0,4,10");
+  s.B = 2;
+  EXPECT_NE(refusal(s).find("packed sequences need batch size 1, not 2"), std::string::npos)
+      << refusal(s);
+}
+
+TEST(Packed, GenRefusesWhatOnlyTheOracleKnowsYet) {
+  FixtureSpec s = grouped_spec(Op::kda);
+  const GenerateOptions options;
+  EXPECT_THROW(generate_fixture(s, options), InputError);
+  s.HV = 0, s.B = 1, s.cu_seqlens = {0, 5, 21};
+  EXPECT_THROW(generate_fixture(s, options), InputError);
+}
+
+}  // namespace
+}  // namespace deltaproof::oracle
