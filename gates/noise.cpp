@@ -194,6 +194,12 @@ Band band_of(const std::vector<double>& xs) {
   return b;
 }
 
+// How far a group's alpha may lie from its band's mid-point: kappa_bias x
+// the ensemble's half-range, plus the floor.
+double allowed_half(const Band& band, const NoiseTolerances& tol) {
+  return tol.kappa_bias * band.half() + tol.bias_floor;
+}
+
 // The largest |alpha - mid| / allowed half-width over one kind of group.
 struct Excess {
   double ratio = 0.0;
@@ -204,7 +210,7 @@ Excess worst_excess(const std::vector<double>& alpha, const std::vector<Band>& b
   Excess worst;
   for (std::size_t g = 0; g < alpha.size() && g < bands.size(); ++g) {
     if (!std::isfinite(alpha[g]) || !std::isfinite(bands[g].lo)) continue;
-    const double allowed = tol.kappa_bias * bands[g].half() + tol.bias_floor;
+    const double allowed = allowed_half(bands[g], tol);
     const double ratio = std::abs(alpha[g] - bands[g].mid()) / allowed;
     if (ratio > worst.ratio) worst = {ratio, g};
   }
@@ -551,7 +557,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.chunk_worst_rel = noise.chunk_worst_rel;
     n.member_rel = noise.member_rel;
     n.member_alpha = noise.member_alpha;
-    const double allowed = tol.kappa_bias * noise.alpha.half() + tol.bias_floor;
+    const double allowed = allowed_half(noise.alpha, tol);
     n.alpha_lo = noise.alpha.mid() - allowed;
     n.alpha_hi = noise.alpha.mid() + allowed;
     // a uniform scaling by 1 + s has rel |s| and alpha s in every group (the term, each
@@ -560,8 +566,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     for (const auto* groups : {&noise.chunk_alpha, &noise.head_alpha})
       for (const Band& band : *groups)
         if (std::isfinite(band.lo))
-          n.mde =
-              std::min(n.mde, tol.kappa_bias * band.half() + tol.bias_floor + std::abs(band.mid()));
+          n.mde = std::min(n.mde, allowed_half(band, tol) + std::abs(band.mid()));
     if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing &&
         t.status != TermStatus::not_compared)
       t.set_not_compared();
@@ -579,7 +584,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     auto limits = [&tol](const std::vector<Band>& groups) {
       std::vector<std::array<double, 2>> out;
       for (const Band& band : groups) {
-        const double half = tol.kappa_bias * band.half() + tol.bias_floor;
+        const double half = allowed_half(band, tol);
         out.push_back({band.mid() - half, band.mid() + half});
       }
       return out;
@@ -610,7 +615,7 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     }
     if (n.bias_excess > 1.0 && t.status == TermStatus::pass) {
       t.status = TermStatus::fail;
-      const double half = tol.kappa_bias * group_band.half() + tol.bias_floor;
+      const double half = allowed_half(group_band, tol);
       t.message = fmt::format(
           "{}: biased: the error's regression slope on the reference in {} is {:+.3e}, outside "
           "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width; rel {:.3e} is under "
