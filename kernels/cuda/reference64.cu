@@ -292,14 +292,22 @@ void validate(const Reference64Input& in, bool backward) {
   if (backward) expect(in.d_o, tv, "do"), expect(in.dht, kv, "dht");
 }
 
-// The forward's launch: o and ht of p.
-void launch_forward(const Problem64& p, const Reference64Input& in) {
+// Copies host values into a device array of their size.
+void upload_into(Doubles& d, const std::vector<double>& x, const char* name,
+                 const Reference64Input& in) {
+  check(cudaMemcpy(d.get(), x.data(), x.size() * sizeof(double), cudaMemcpyHostToDevice), name, in);
+}
+
+// The forward's launch: o and ht of p, and (checkpoints not null) the state
+// at the start of every segment for the reverse sweep.
+void launch_forward(const Problem64& p, const Reference64Input& in, double* checkpoints,
+                    int segments) {
   const std::size_t forward_bytes = Shared::doubles(in.K, in.V) * sizeof(double);
   check(cudaFuncSetAttribute(reference64_forward, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(forward_bytes)),
         "reference64_forward (shared memory)", in);
   reference64_forward<<<static_cast<unsigned>(in.B * in.H), Config::kThreads, forward_bytes>>>(
-      p, nullptr, 0);
+      p, checkpoints, segments);
   check(cudaGetLastError(), "reference64_forward", in);
   check(cudaDeviceSynchronize(), "reference64_forward", in);
 }
@@ -312,8 +320,7 @@ Reference64Output run_reference64(const Reference64Input& in, bool backward) {
   const std::size_t tk = heads * in.T * in.K, tv = heads * in.T * in.V, kv = heads * in.K * in.V;
   auto upload = [&](const std::vector<double>& x, const char* name) {
     auto d = std::make_unique<Doubles>(x.size(), name, in);
-    check(cudaMemcpy(d->get(), x.data(), x.size() * sizeof(double), cudaMemcpyHostToDevice), name,
-          in);
+    upload_into(*d, x, name, in);
     return d;
   };
   const auto q = upload(in.q, "q"), k = upload(in.k, "k"), g = upload(in.g, "g"),
@@ -334,19 +341,13 @@ Reference64Output run_reference64(const Reference64Input& in, bool backward) {
                     q->get(),  k->get(),   g->get(),   b->get(), v->get(), w->get(),
                     h0->get(), d_o->get(), dht->get(), o.get(),  ht.get(), dq.get(),
                     dk.get(),  dg.get(),   db.get(),   dv.get(), dw.get(), dh0.get()};
-  const std::size_t forward_bytes = Shared::doubles(in.K, in.V) * sizeof(double);
-  const std::size_t reverse_bytes = forward_bytes + 2 * in.V * sizeof(double);  // du, do
-  check(cudaFuncSetAttribute(reference64_forward, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(forward_bytes)),
-        "reference64_forward (shared memory)", in);
-  check(cudaFuncSetAttribute(reference64_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(reverse_bytes)),
-        "reference64_reverse (shared memory)", in);
-  reference64_forward<<<static_cast<unsigned>(heads), Config::kThreads, forward_bytes>>>(
-      p, backward ? checkpoints.get() : nullptr, segments);
-  check(cudaGetLastError(), "reference64_forward", in);
-  check(cudaDeviceSynchronize(), "reference64_forward", in);
+  launch_forward(p, in, backward ? checkpoints.get() : nullptr, segments);
   if (backward) {
+    const std::size_t reverse_bytes =
+        (Shared::doubles(in.K, in.V) + 2 * in.V) * sizeof(double);  // + du, do
+    check(cudaFuncSetAttribute(reference64_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(reverse_bytes)),
+          "reference64_reverse (shared memory)", in);
     reference64_reverse<<<static_cast<unsigned>(heads), Config::kThreads, reverse_bytes>>>(
         p, checkpoints.get(), segments, states.get());
     check(cudaGetLastError(), "reference64_reverse", in);
@@ -388,9 +389,7 @@ Reference64Session::Reference64Session(const Reference64Input& in) : device_(new
                                      {"w", &in.w},
                                      {"h0", &in.h0}}) {
     auto buffer = std::make_unique<Doubles>(values->size(), name, d.shape);
-    check(cudaMemcpy(buffer->get(), values->data(), values->size() * sizeof(double),
-                     cudaMemcpyHostToDevice),
-          name, d.shape);
+    upload_into(*buffer, *values, name, d.shape);
     d.inputs[name] = std::move(buffer);
   }
   d.o = std::make_unique<Doubles>(in.v.size(), "o", d.shape);
@@ -422,15 +421,13 @@ void Reference64Session::forward(const std::vector<Replacement>& replaced, std::
                                   std::to_string(base->second->size()));
     auto& buffer = d.scratch[r.name];
     if (!buffer) buffer = std::make_unique<Doubles>(r.values->size(), r.name, in);
-    check(cudaMemcpy(buffer->get(), r.values->data(), r.values->size() * sizeof(double),
-                     cudaMemcpyHostToDevice),
-          r.name, in);
+    upload_into(*buffer, *r.values, r.name, in);
     at[r.name] = buffer->get();
   }
   const Problem64 p{in.B,        in.T,    in.H,    in.K,    in.V,     in.scale, at["q"], at["k"],
                     at["g"],     at["b"], at["v"], at["w"], at["h0"], nullptr,  nullptr, d.o->get(),
                     d.ht->get(), nullptr, nullptr, nullptr, nullptr,  nullptr,  nullptr, nullptr};
-  launch_forward(p, in);
+  launch_forward(p, in, nullptr, 0);
   o.resize(d.o->size());
   ht.resize(d.ht->size());
   check(cudaMemcpy(o.data(), d.o->get(), o.size() * sizeof(double), cudaMemcpyDeviceToHost), "o",
