@@ -98,14 +98,11 @@ OracleOutput evaluate(const Problem& problem, bool with_gradients, int threads,
     store_sequence_state(s, d.dh0, ref, tensors["dh0"], narrow);
   }
   if (with_gradients) fold_gradients(s.op, s.K, s.V, gates);
-  for (const auto& [name, values] : keyed) {
-    std::vector<double>& tensor = tensors.at(name);
-    for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);
-  }
-  for (const auto& [name, values] : gates) {
-    std::vector<double>& tensor = tensors.at(name);
-    for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);
-  }
+  for (const auto* kept : {&keyed, &gates})
+    for (const auto& [name, values] : *kept) {
+      std::vector<double>& tensor = tensors.at(name);
+      for (std::size_t i = 0; i < values.size(); ++i) tensor[i] = narrow(values[i]);
+    }
   out.loss = to_double(total);
   return out;
 }

@@ -51,9 +51,9 @@ void seed(Sequence<D>& x, const HeadCoordinate& c, double weight, int n) {
 }
 
 std::size_t flat_offset(const FixtureSpec& s, const HeadCoordinate& c, const SequenceRef& r) {
-  if (c.layout->is_state) return state_offset(s, r.state, r.value_head, c.row, c.column);
-  return token_offset(s, c.layout->width, r.batch, r.begin + c.row,
-                      on_key_head(c.layout->name) ? r.key_head : r.value_head, c.column);
+  if (c.layout->is_state) return sequence_state_offset(s, r, c.row, c.column);
+  return sequence_token_offset(s, c.layout->width, r, r.begin + c.row, c.column,
+                               c.layout->key_heads);
 }
 
 // Every coordinate of one (batch, head), tensor by tensor.

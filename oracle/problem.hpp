@@ -87,8 +87,6 @@ struct SequenceRef {
 // them: batch-major, then head.
 std::vector<SequenceRef> sequences(const FixtureSpec& spec);
 
-// Copies one token tensor's slice of a sequence into a length x width matrix:
-// the key head's for q and k (`key_side`), the value head's otherwise.
 // Where a sequence's token t, channel i sits in a token tensor of the key
 // heads (`key_side`) or the value heads; where its state's (i, j) sits.
 inline std::size_t sequence_token_offset(const FixtureSpec& s, int width, const SequenceRef& r,
@@ -100,6 +98,8 @@ inline std::size_t sequence_state_offset(const FixtureSpec& s, const SequenceRef
   return deltaproof::state_offset(s.value_heads(), s.K, s.V, r.state, r.value_head, i, j);
 }
 
+// Copies one token tensor's slice of a sequence into a length x width matrix:
+// the key head's for q and k (`key_side`), the value head's otherwise.
 template <class S>
 Mat<S> sequence_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
                        const SequenceRef& r, bool key_side = false) {
