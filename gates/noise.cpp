@@ -27,9 +27,9 @@ using kernels::Rounding;
 const NoiseTolerances& noise_tolerances(Precision precision) {
   // Evidence for each figure: docs/PRECISION.md (FLA on the H200 against
   // these ensembles, and the graded faults each class must kill).
-  static const NoiseTolerances f32{24.0, 1e-6, 4.0, 4e-6};
-  static const NoiseTolerances tf32{2.0, 2.5e-4, 2.0, 2.5e-4};
-  static const NoiseTolerances bf16{2.0, 2e-3, 6.0, 1e-3};
+  static const NoiseTolerances f32{24.0, 1e-6, 4.0, 4e-6, 4.0};
+  static const NoiseTolerances tf32{2.0, 2.5e-4, 2.0, 2.5e-4, 4.0};
+  static const NoiseTolerances bf16{2.0, 2e-3, 6.0, 1e-3, 4.0};
   switch (precision) {
     case Precision::tf32:
       return tf32;
@@ -95,6 +95,7 @@ nlohmann::json NoiseModel::to_json() const {
           {"error_floor", tolerances.error_floor},
           {"kappa_bias", tolerances.kappa_bias},
           {"bias_floor", tolerances.bias_floor},
+          {"grain_z", tolerances.grain_z},
           {"seconds", seconds}};
 }
 
@@ -195,9 +196,10 @@ Band band_of(const std::vector<double>& xs) {
 }
 
 // How far a group's alpha may lie from its band's mid-point: kappa_bias x
-// the ensemble's half-range, plus the floor.
-double allowed_half(const Band& band, const NoiseTolerances& tol) {
-  return tol.kappa_bias * band.half() + tol.bias_floor;
+// the ensemble's half-range, plus the floor, plus grain_z x the group's
+// rounding grain.
+double allowed_half(const Band& band, const NoiseTolerances& tol, double grain) {
+  return tol.kappa_bias * band.half() + tol.bias_floor + tol.grain_z * grain;
 }
 
 // The largest |alpha - mid| / allowed half-width over one kind of group.
@@ -206,11 +208,11 @@ struct Excess {
   std::size_t group = 0;
 };
 Excess worst_excess(const std::vector<double>& alpha, const std::vector<Band>& bands,
-                    const NoiseTolerances& tol) {
+                    const std::vector<double>& grains, const NoiseTolerances& tol) {
   Excess worst;
   for (std::size_t g = 0; g < alpha.size() && g < bands.size(); ++g) {
     if (!std::isfinite(alpha[g]) || !std::isfinite(bands[g].lo)) continue;
-    const double allowed = allowed_half(bands[g], tol);
+    const double allowed = allowed_half(bands[g], tol, grains[g]);
     const double ratio = std::abs(alpha[g] - bands[g].mid()) / allowed;
     if (ratio > worst.ratio) worst = {ratio, g};
   }
@@ -252,6 +254,41 @@ Slopes regression_slopes(const KernelShape& s, const std::string& term,
   out.correlation = err2 > 0 && ref2 > 0 ? cross / std::sqrt(err2 * ref2) : 0.0;
   for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(slope(chunk_cross[c], chunk_ref[c]));
   for (std::size_t h = 0; h < heads; ++h) out.head.push_back(slope(head_cross[h], head_ref[h]));
+  return out;
+}
+
+Grains rounding_grains(const KernelShape& s, const std::string& term,
+                       const std::vector<double>& reference, Precision precision) {
+  const TermLayout layout(s, term);
+  const bool state = layout.state;
+  const std::size_t chunks = state ? 0 : static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
+  const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
+  const int digits = precision == Precision::bf16 ? 8 : 24;  // significant bits of the output
+  std::vector<double> chunk_flip(chunks, 0.0), chunk_ref(chunks, 0.0);
+  std::vector<double> head_flip(heads, 0.0), head_ref(heads, 0.0);
+  double flip = 0.0, ref2 = 0.0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    const double r = reference[i];
+    if (r == 0.0 || !std::isfinite(r)) continue;
+    const double moved = std::ldexp(1.0, std::ilogb(r) - (digits - 1)) * r;  // ulp(r) r
+    const auto index = layout.unravel(i);
+    const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
+                             static_cast<std::size_t>(state ? index[1] : index[2]);
+    flip += moved * moved;
+    ref2 += r * r;
+    head_flip[head] += moved * moved;
+    head_ref[head] += r * r;
+    if (!state) {
+      const auto chunk = static_cast<std::size_t>(index[1] / s.chunk);
+      chunk_flip[chunk] += moved * moved;
+      chunk_ref[chunk] += r * r;
+    }
+  }
+  auto grain = [](double f, double r2) { return r2 > 0.0 ? std::sqrt(f) / r2 : 0.0; };
+  Grains out;
+  out.whole = grain(flip, ref2);
+  for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(grain(chunk_flip[c], chunk_ref[c]));
+  for (std::size_t h = 0; h < heads; ++h) out.head.push_back(grain(head_flip[h], head_ref[h]));
   return out;
 }
 
@@ -536,13 +573,15 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
   // the candidate's slopes of every term it has, terms in parallel (33 M
   // elements a term at the production shape)
   std::vector<std::optional<Slopes>> slopes(terms.size());
+  std::vector<Grains> grains(terms.size());
   parallel_for(static_cast<int>(terms.size()), 0, [&](int i) {
     const TermComparison& t = terms[static_cast<std::size_t>(i)];
+    if (model.terms.count(t.term) == 0) return;
+    const auto& want = reference.at(t.term);
+    grains[static_cast<std::size_t>(i)] = rounding_grains(shape, t.term, want, model.precision);
     const auto got = candidate.find(t.term);
-    if (got != candidate.end() && model.terms.count(t.term) > 0 &&
-        got->second.size() == reference.at(t.term).size())
-      slopes[static_cast<std::size_t>(i)] =
-          regression_slopes(shape, t.term, got->second, reference.at(t.term));
+    if (got != candidate.end() && got->second.size() == want.size())
+      slopes[static_cast<std::size_t>(i)] = regression_slopes(shape, t.term, got->second, want);
   });
   bool forward_passed = true;
   for (std::size_t k = 0; k < terms.size(); ++k) {
@@ -557,16 +596,19 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.chunk_worst_rel = noise.chunk_worst_rel;
     n.member_rel = noise.member_rel;
     n.member_alpha = noise.member_alpha;
-    const double allowed = allowed_half(noise.alpha, tol);
+    const Grains& grain = grains[k];
+    const double allowed = allowed_half(noise.alpha, tol, grain.whole);
     n.alpha_lo = noise.alpha.mid() - allowed;
     n.alpha_hi = noise.alpha.mid() + allowed;
     // a uniform scaling by 1 + s has rel |s| and alpha s in every group (the term, each
     // chunk, each head): red past the bar or past the narrowest group's band
     n.mde = std::min(t.bar, allowed + std::abs(noise.alpha.mid()));
-    for (const auto* groups : {&noise.chunk_alpha, &noise.head_alpha})
-      for (const Band& band : *groups)
-        if (std::isfinite(band.lo))
-          n.mde = std::min(n.mde, allowed_half(band, tol) + std::abs(band.mid()));
+    for (const auto& [groups, group_grains] :
+         {std::pair{&noise.chunk_alpha, &grain.chunk}, std::pair{&noise.head_alpha, &grain.head}})
+      for (std::size_t g = 0; g < groups->size() && g < group_grains->size(); ++g)
+        if (std::isfinite((*groups)[g].lo))
+          n.mde = std::min(n.mde, allowed_half((*groups)[g], tol, (*group_grains)[g]) +
+                                      std::abs((*groups)[g].mid()));
     if (!t.is_forward() && !forward_passed && t.status != TermStatus::missing &&
         t.status != TermStatus::not_compared)
       t.set_not_compared();
@@ -581,47 +623,50 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.correlation = got.correlation;
     n.chunk_alpha = got.chunk;
     n.head_alpha = got.head;
-    auto limits = [&tol](const std::vector<Band>& groups) {
+    auto limits = [&tol](const std::vector<Band>& groups, const std::vector<double>& grains) {
       std::vector<std::array<double, 2>> out;
-      for (const Band& band : groups) {
-        const double half = allowed_half(band, tol);
-        out.push_back({band.mid() - half, band.mid() + half});
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const double half = allowed_half(groups[g], tol, g < grains.size() ? grains[g] : 0.0);
+        out.push_back({groups[g].mid() - half, groups[g].mid() + half});
       }
       return out;
     };
-    n.chunk_band = limits(noise.chunk_alpha);
-    n.head_band = limits(noise.head_alpha);
+    n.chunk_band = limits(noise.chunk_alpha, grain.chunk);
+    n.head_band = limits(noise.head_alpha, grain.head);
     n.alpha_z = noise.alpha_sigma > 0 ? (got.whole - noise.alpha_mean) / noise.alpha_sigma
                                       : std::numeric_limits<double>::infinity();
     // the most biased group: the whole term, a chunk, a head
-    const Excess whole = worst_excess({got.whole}, {noise.alpha}, tol);
-    const Excess chunk = worst_excess(got.chunk, noise.chunk_alpha, tol);
-    const Excess head = worst_excess(got.head, noise.head_alpha, tol);
+    const Excess whole = worst_excess({got.whole}, {noise.alpha}, {grain.whole}, tol);
+    const Excess chunk = worst_excess(got.chunk, noise.chunk_alpha, grain.chunk, tol);
+    const Excess head = worst_excess(got.head, noise.head_alpha, grain.head, tol);
     n.bias_excess = whole.ratio;
     n.bias_where = "term";
-    double group_alpha = got.whole;
+    double group_alpha = got.whole, group_grain = grain.whole;
     Band group_band = noise.alpha;
     if (chunk.ratio > n.bias_excess) {
       n.bias_excess = chunk.ratio;
       n.bias_where = fmt::format("chunk {}", chunk.group);
       group_alpha = got.chunk[chunk.group];
       group_band = noise.chunk_alpha[chunk.group];
+      group_grain = grain.chunk[chunk.group];
     }
     if (head.ratio > n.bias_excess) {
       n.bias_excess = head.ratio;
       n.bias_where = fmt::format("head ({},{})", head.group / shape.H, head.group % shape.H);
       group_alpha = got.head[head.group];
       group_band = noise.head_alpha[head.group];
+      group_grain = grain.head[head.group];
     }
     if (n.bias_excess > 1.0 && t.status == TermStatus::pass) {
       t.status = TermStatus::fail;
-      const double half = allowed_half(group_band, tol);
+      const double half = allowed_half(group_band, tol, group_grain);
       t.message = fmt::format(
           "{}: biased: the error's regression slope on the reference in {} is {:+.3e}, outside "
-          "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width; rel {:.3e} is under "
-          "bar {:.3e})",
+          "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width, of which {:.2e} is "
+          "the outputs' rounding grain; rel {:.3e} is under bar {:.3e})",
           t.term, n.bias_where, group_alpha, kernels::precision_name(model.precision),
-          group_band.mid() - half, group_band.mid() + half, n.bias_excess, t.rel, t.bar);
+          group_band.mid() - half, group_band.mid() + half, n.bias_excess,
+          tol.grain_z * group_grain, t.rel, t.bar);
     }
     if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
   }

@@ -8,10 +8,12 @@
 //     reference), never below a floor;
 //   - the bias band of each term, chunk and head: the regression slope of the
 //     error on the reference, alpha = <c - r, r> / <r, r>, must lie within
-//     kappa x the ensemble's half-range of it (plus a floor) around the
-//     ensemble's mid-point. A term scaled by 1 + s has alpha = s exactly,
-//     while rounding noise averages out: this sees a 1% bug that a max-error
-//     bar at bf16 cannot;
+//     kappa x the ensemble's half-range of it (plus a floor, plus z x the
+//     group's rounding grain) around the ensemble's mid-point. A term scaled
+//     by 1 + s has alpha = s exactly, while rounding noise averages out: this
+//     sees a 1% bug that a max-error bar at bf16 cannot. Where a group's
+//     <r, r> sits in a few elements, one output rounding of theirs moves its
+//     alpha by up to an ulp (relative): the grain says how much;
 //   - the minimum detectable effect of each term: the smallest uniform scaling
 //     that turns it red.
 #pragma once
@@ -37,7 +39,8 @@ struct NoiseTolerances {
   double kappa_error;  // bar = kappa_error x the ensemble's worst rel
   double error_floor;  // ... and never below this rel
   double kappa_bias;   // the bias band: kappa_bias x the ensemble's half-range ...
-  double bias_floor;   // ... plus this, around the ensemble's mid-point
+  double bias_floor;   // ... plus this, around the ensemble's mid-point ...
+  double grain_z;      // ... plus grain_z x the group's rounding grain
 };
 const NoiseTolerances& noise_tolerances(Precision precision);
 
@@ -121,6 +124,20 @@ struct Slopes {
 Slopes regression_slopes(const kernels::KernelShape& shape, const std::string& term,
                          const std::vector<double>& candidate,
                          const std::vector<double>& reference);
+
+// The rounding grain of each group of one term (whole, per chunk, per
+// (b, h)): how far the outputs' own rounding can move a group's alpha,
+// sqrt(sum (ulp(r) r)^2) / sum r^2 with ulp the output format's (bf16 for the
+// bf16 class, f32 otherwise) at the reference value r. Two correct kernels
+// whose outputs round one ulp apart, in random directions, differ in alpha by
+// about this much; a group carried by one element, by ulp(r) / |r|, about
+// 2^-8 in bf16. Large groups: ~ 2^-8 / sqrt(elements), far under the floor.
+struct Grains {
+  double whole = 0.0;
+  std::vector<double> chunk, head;
+};
+Grains rounding_grains(const kernels::KernelShape& shape, const std::string& term,
+                       const std::vector<double>& reference, Precision precision);
 
 // The bar of each term from the model.
 std::map<std::string, double> noise_bars(const NoiseModel& model);

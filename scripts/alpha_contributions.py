@@ -10,9 +10,13 @@ moves it.
 
     python3 scripts/alpha_contributions.py FIXTURE CANDIDATE --term db --head 1,15 [--top 12]
     python3 scripts/alpha_contributions.py FIXTURE CANDIDATE --term db     # every head, most off first
+    python3 scripts/alpha_contributions.py FIXTURE CANDIDATE --term o --chunk 226 [--head 0,0] \
+        [--compare OTHER_CANDIDATE]     # one chunk (all heads, or one), beside another kernel
 
-Prints, per head: alpha, n_eff and, with --head, the --top elements by
-|share of alpha|. Each comes with its index (t, i), r, c, the relative error
+Prints, per head: alpha, n_eff and, with --head or --chunk, the --top elements
+by |share of alpha|, and the group's rounding grain (sqrt(sum (ulp r)^2) / <r, r>,
+bf16 ulps: gates/noise.hpp). --compare names a second candidate: its alpha in
+the group, and how many of the group's elements the two hold bit for bit. Each comes with its index (t, i), r, c, the relative error
 (c - r) / r, and how many bf16 ulps of r separate c from r. Reads the two
 files' headers and maps only the term's bytes: a 4 GB production fixture
 needs no more memory than the term. Reads F64, F32, F16 and BF16 tensors.
@@ -77,6 +81,9 @@ def main():
     parser.add_argument("candidate")
     parser.add_argument("--term", required=True, help="o, ht, dq, dk, dv, dg, db, dw, dbeta, dh0")
     parser.add_argument("--head", help="b,h: one head's dominant elements (default: every head's alpha)")
+    parser.add_argument("--chunk", type=int, help="one chunk of a token tensor (with --head: of that head)")
+    parser.add_argument("--chunk-size", type=int, default=64)
+    parser.add_argument("--compare", help="a second candidate, compared in the same group")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
 
@@ -94,6 +101,8 @@ def main():
         n_eff = r2 * r2 / float(np.sum(rh**4)) if r2 > 0 else 0.0
         return alpha, n_eff
 
+    if args.chunk is not None:
+        return chunk_group(args, r, c, state)
     if args.head is None:
         rows = [(b, h, *slope(b, h)) for b in range(B) for h in range(H)]
         median = float(np.nanmedian([row[2] for row in rows]))
@@ -125,6 +134,44 @@ def main():
         ulps = (y - x) / bf16_ulp(x)
         rel = (y - x) / x if x != 0 else float("inf")
         print(f"  {row:>5} {col:>4} {x:+.5e} {y:+.5e} {rel:+.2e} {ulps:+9.2f} {s:+.3e} {total:+.3e}")
+
+
+def chunk_group(args, r, c, state):
+    """--chunk: the tokens of one chunk, over every head or one (--head)."""
+    if state:
+        fail(f"--chunk: {args.term} is a state; it has no chunks")
+    T = r.shape[1]
+    first, last = args.chunk * args.chunk_size, min(T, (args.chunk + 1) * args.chunk_size)
+    if not 0 <= first < T:
+        fail(f"--chunk {args.chunk}: the term has T={T}, {(T + args.chunk_size - 1) // args.chunk_size} chunks")
+    heads = slice(None)
+    if args.head is not None:
+        b, h = (int(x) for x in args.head.split(","))
+        r, c = r[b : b + 1, :, h : h + 1], c[b : b + 1, :, h : h + 1]
+    rg, cg = r[:, first:last].reshape(-1), c[:, first:last].reshape(-1)
+    r2 = float(np.sum(rg * rg))
+    alpha = float(np.sum((cg - rg) * rg)) / r2
+    n_eff = r2 * r2 / float(np.sum(rg**4))
+    grain = float(np.sqrt(np.sum((bf16_ulp(rg) * rg) ** 2))) / r2
+    where = f"chunk {args.chunk}" + (f" of head ({args.head})" if args.head else "")
+    print(f"{args.term} {where}: alpha {alpha:+.3e}, n_eff {n_eff:.1f} of {rg.size} elements, "
+          f"rounding grain {grain:.3e}")
+    if args.compare:
+        o = read_tensor(args.compare, args.term)
+        if args.head is not None:
+            o = o[b : b + 1, :, h : h + 1]
+        og = o[:, first:last].reshape(-1)
+        other = float(np.sum((og - rg) * rg)) / r2
+        same = int(np.sum(og == cg))
+        print(f"  {args.compare}: alpha {other:+.3e}; {same} of {rg.size} elements equal to the candidate's")
+    share = (cg - rg) * rg / r2
+    total = 0.0
+    print(f"  {'index':>6} {'r':>12} {'c':>12} {'(c-r)/r':>10} {'bf16 ulps':>9} {'share':>11} {'cumulative':>11}")
+    for flat in np.argsort(-np.abs(share))[: args.top]:
+        x, y, s = rg[flat], cg[flat], share[flat]
+        total += s
+        rel = (y - x) / x if x != 0 else float("inf")
+        print(f"  {flat:>6} {x:+.5e} {y:+.5e} {rel:+.2e} {(y - x) / bf16_ulp(x):+9.2f} {s:+.3e} {total:+.3e}")
 
 
 if __name__ == "__main__":
