@@ -27,9 +27,9 @@ using kernels::Rounding;
 const NoiseTolerances& noise_tolerances(Precision precision) {
   // Evidence for each figure: docs/PRECISION.md (FLA on the H200 against
   // these ensembles, and the graded faults each class must kill).
-  static const NoiseTolerances f32{24.0, 1e-6, 4.0, 4e-6, 4.0};
-  static const NoiseTolerances tf32{2.0, 2.5e-4, 2.0, 2.5e-4, 4.0};
-  static const NoiseTolerances bf16{2.0, 2e-3, 6.0, 1e-3, 4.0};
+  static const NoiseTolerances f32{24.0, 1e-6, 4.0, 4e-6, 3.0};
+  static const NoiseTolerances tf32{2.0, 2.5e-4, 2.0, 2.5e-4, 3.0};
+  static const NoiseTolerances bf16{2.0, 2e-3, 6.0, 1e-3, 3.0};
   switch (precision) {
     case Precision::tf32:
       return tf32;
@@ -596,8 +596,11 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.chunk_worst_rel = noise.chunk_worst_rel;
     n.member_rel = noise.member_rel;
     n.member_alpha = noise.member_alpha;
+    // the whole term's band takes no grain: its slope is what a uniform bias
+    // moves, and in a term of few elements (gdn's dg) a grain would hide a 1%
+    // scaling; a chunk or a head is where few elements make the slope noisy
     const Grains& grain = grains[k];
-    const double allowed = allowed_half(noise.alpha, tol, grain.whole);
+    const double allowed = allowed_half(noise.alpha, tol, 0.0);
     n.alpha_lo = noise.alpha.mid() - allowed;
     n.alpha_hi = noise.alpha.mid() + allowed;
     // a uniform scaling by 1 + s has rel |s| and alpha s in every group (the term, each
@@ -636,12 +639,12 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     n.alpha_z = noise.alpha_sigma > 0 ? (got.whole - noise.alpha_mean) / noise.alpha_sigma
                                       : std::numeric_limits<double>::infinity();
     // the most biased group: the whole term, a chunk, a head
-    const Excess whole = worst_excess({got.whole}, {noise.alpha}, {grain.whole}, tol);
+    const Excess whole = worst_excess({got.whole}, {noise.alpha}, {0.0}, tol);
     const Excess chunk = worst_excess(got.chunk, noise.chunk_alpha, grain.chunk, tol);
     const Excess head = worst_excess(got.head, noise.head_alpha, grain.head, tol);
     n.bias_excess = whole.ratio;
     n.bias_where = "term";
-    double group_alpha = got.whole, group_grain = grain.whole;
+    double group_alpha = got.whole, group_grain = 0.0;
     Band group_band = noise.alpha;
     if (chunk.ratio > n.bias_excess) {
       n.bias_excess = chunk.ratio;

@@ -8,8 +8,8 @@
 //     reference), never below a floor;
 //   - the bias band of each term, chunk and head: the regression slope of the
 //     error on the reference, alpha = <c - r, r> / <r, r>, must lie within
-//     kappa x the ensemble's half-range of it (plus a floor, plus z x the
-//     group's rounding grain) around the ensemble's mid-point. A term scaled
+//     kappa x the ensemble's half-range of it (plus a floor; for a chunk or a
+//     head, plus z x its rounding grain) around the ensemble's mid-point. A term scaled
 //     by 1 + s has alpha = s exactly, while rounding noise averages out: this
 //     sees a 1% bug that a max-error bar at bf16 cannot. Where a group's
 //     <r, r> sits in a few elements, one output rounding of theirs moves its
@@ -40,7 +40,7 @@ struct NoiseTolerances {
   double error_floor;  // ... and never below this rel
   double kappa_bias;   // the bias band: kappa_bias x the ensemble's half-range ...
   double bias_floor;   // ... plus this, around the ensemble's mid-point ...
-  double grain_z;      // ... plus grain_z x the group's rounding grain
+  double grain_z;      // ... plus grain_z x a chunk's or head's rounding grain
 };
 const NoiseTolerances& noise_tolerances(Precision precision);
 
