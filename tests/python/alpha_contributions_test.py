@@ -2,7 +2,8 @@
 """scripts/alpha_contributions.py on a committed fixture: a candidate equal to
 the reference except head (0,1) of db scaled by 1.01 has alpha +1.000e-02 in
 that head and 0 (to f32 precision) in every other; with --head the shares of
-every element add up to that alpha; a missing tensor and a head outside the
+every element add up to that alpha; --chunk gives one chunk's alpha and grain and
+--compare another candidate's; a missing tensor, a head or a chunk outside the
 term exit 2 with a sentence. Exits 1 naming the first check that fails."""
 import pathlib
 import re
@@ -51,11 +52,24 @@ def main():
         last = one.stdout.splitlines()[-1].split()
         check(abs(float(last[-1]) - 0.01) < 1e-6, f"the shares add up to alpha: {last}")
 
+        # --chunk: chunk 1 (t 16..31) of head (0,1) carries the scaling, chunk 1 over every
+        # head a sixth-weighted share of it; --compare: the reference itself has alpha 0
+        # and no element equal to the candidate's in that head
+        chunk = run(FIXTURE, path, "--term", "db", "--chunk", 1, "--chunk-size", 16, "--head", "0,1",
+                    "--compare", FIXTURE)
+        check(chunk.returncode == 0, f"--chunk 1: exit {chunk.returncode}: {chunk.stderr}")
+        first = chunk.stdout.splitlines()[0]
+        check(re.search(r"alpha \+1\.000e-02, n_eff \S+ of 128 elements, rounding grain", first), first)
+        other = chunk.stdout.splitlines()[1]
+        check(re.search(r"alpha [+-]0\.000e\+00; 0 of 128 elements", other), other)
+        past = run(FIXTURE, path, "--term", "db", "--chunk", 3, "--chunk-size", 16)
+        check(past.returncode == 2 and "T=40, 3 chunks" in past.stderr, f"a chunk past T: {past.stderr}")
+
         missing = run(FIXTURE, path, "--term", "dk")
         check(missing.returncode == 2 and "no tensor named 'dk'" in missing.stderr, f"a missing tensor: {missing.stderr}")
         outside = run(FIXTURE, path, "--term", "db", "--head", "2,0")
         check(outside.returncode == 2 and "B=2, H=3" in outside.stderr, f"a head outside: {outside.stderr}")
-    print("alpha_contributions_test: 4 checks passed")
+    print("alpha_contributions_test: 6 checks passed")
 
 
 if __name__ == "__main__":
