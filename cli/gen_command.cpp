@@ -76,8 +76,11 @@ FixtureSpec spec_from(const GenArguments& a) {
     throw InputError(fmt::format("unknown --h0 '{}'; pass --h0 drawn or --h0 zero.", a.h0));
   s.zero_h0 = a.h0 == "zero";
   s.B = a.B;
-  s.T = a.T;
+  // packed: T defaults to the last offset
+  s.T = a.T == 0 && !a.cu_seqlens.empty() ? static_cast<int>(a.cu_seqlens.back()) : a.T;
   s.H = a.H;
+  s.HV = a.HV;
+  s.cu_seqlens = a.cu_seqlens;
   s.K = a.K;
   s.V = a.V;
   s.chunk = a.chunk;
@@ -254,7 +257,8 @@ Generated generate(const FixtureSpec& spec, const GenArguments& args, const std:
 int run_one(const GenArguments& args) {
   if (args.out.empty())
     throw InputError("gen needs --out FILE (or --all --out DIR, or --check DIR).");
-  if (args.T == 0) throw InputError("--T is 0 (or missing); pass --T N with N >= 1 tokens.");
+  if (args.T == 0 && args.cu_seqlens.empty())
+    throw InputError("--T is 0 (or missing); pass --T N with N >= 1 tokens.");
   const FixtureSpec spec = spec_from(args);
   const fs::path out(args.out);
   check_writable(out, args.overwrite, "--out");
@@ -505,7 +509,7 @@ int run_check(const GenArguments& args) {
       continue;
     }
     const SafetensorsFile committed = read_safetensors(committed_path);
-    const FixtureSpec spec = spec_from_metadata(committed.metadata, committed_path.string());
+    const FixtureSpec spec = spec_of_fixture(committed, committed_path.string());
     GenArguments regen = args;
     regen.inject_fault.clear();
     if (manifest.value("reference", "quad") == "gpu-f64") regen.reference = "gpu-f64";
@@ -544,7 +548,15 @@ void add_gen_command(CLI::App& app, GenArguments& a) {
   gen->add_option("--op", a.op, "gdn2, kda or gdn")->capture_default_str();
   gen->add_option("--B", a.B, "batch size")->capture_default_str();
   gen->add_option("--T", a.T, "sequence length (tokens)");
-  gen->add_option("--H", a.H, "heads")->capture_default_str();
+  gen->add_option("--H", a.H, "heads (the key heads of q and k)")->capture_default_str();
+  gen->add_option("--HV", a.HV,
+                  "value heads (v, the gates, the states, o): a multiple of --H; value head hv "
+                  "reads key head hv / (HV / H) (FLA's grouped value heads). Default: --H");
+  gen->add_option("--cu-seqlens", a.cu_seqlens,
+                  "packed sequences: offsets 0,...,T (comma-separated), sequence n the tokens "
+                  "[cu[n], cu[n+1]) of batch 1 with its own h0 and ht (FLA's cu_seqlens); --T "
+                  "defaults to the last")
+      ->delimiter(',');
   gen->add_option("--K", a.K, "key dimension")->capture_default_str();
   gen->add_option("--V", a.V, "value dimension")->capture_default_str();
   gen->add_option("--chunk", a.chunk,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -14,6 +15,8 @@ namespace deltaproof::cli {
 struct GenArguments {
   std::string op = "gdn2";
   int B = 1, T = 0, H = 2, K = 8, V = 8, chunk = 16;
+  int HV = 0;                            // value heads; 0: as many as H
+  std::vector<std::int64_t> cu_seqlens;  // packed sequences' offsets; empty: dense
   std::string regime = "default";
   std::string dtype = "f32";
   std::string h0 = "drawn";

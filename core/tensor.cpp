@@ -142,6 +142,11 @@ void store_value(DType dtype, double value, std::byte* out) {
     case DType::BF16:
       store_little_endian(encode_bf16(round_to_bf16(value)), out);
       return;
+    case DType::I64:
+      if (!(std::fabs(value) <= 0x1p53) || std::nearbyint(value) != value)
+        throw InputError(fmt::format("{} is not an integer an I64 tensor can hold exactly", value));
+      store_little_endian(static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), out);
+      return;
   }
   throw std::invalid_argument("store_value: unknown DType");
 }
@@ -156,6 +161,8 @@ double load_value(DType dtype, const std::byte* in) {
       return decode_f16(load_little_endian<std::uint16_t>(in));
     case DType::BF16:
       return decode_bf16(load_little_endian<std::uint16_t>(in));
+    case DType::I64:
+      return static_cast<double>(static_cast<std::int64_t>(load_little_endian<std::uint64_t>(in)));
   }
   throw std::invalid_argument("load_value: unknown DType");
 }
@@ -175,6 +182,7 @@ std::size_t byte_count(DType dtype, const Shape& shape) {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::F64:
+    case DType::I64:
       return 8;
     case DType::F32:
       return 4;
@@ -195,17 +203,21 @@ std::string_view dtype_name(DType dtype) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    case DType::I64:
+      return "I64";
   }
   throw std::invalid_argument("dtype_name: unknown DType");
 }
 
 DType parse_dtype(std::string_view name, std::string_view context) {
-  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64}) {
     if (name == dtype_name(dtype)) return dtype;
   }
-  throw FormatError(fmt::format("{}: unknown dtype '{}'; deltaproof reads F64, F32, F16 and BF16",
-                                context, name));
+  throw FormatError(fmt::format(
+      "{}: unknown dtype '{}'; deltaproof reads F64, F32, F16, BF16 and I64", context, name));
 }
+
+bool is_floating(DType dtype) { return dtype != DType::I64; }
 
 std::int64_t shape_numel(const Shape& shape) {
   // A zero extent makes the product zero whatever the other extents are.
@@ -241,6 +253,8 @@ double round_to_dtype(double x, DType dtype) {
       return round_to_f16(x);
     case DType::BF16:
       return round_to_bf16(x);
+    case DType::I64:
+      return std::nearbyint(x);
   }
   throw std::invalid_argument("round_to_dtype: unknown DType");
 }
@@ -271,6 +285,26 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   // +0.0 is all-zero bytes in every dtype.
   std::vector<std::byte> bytes(byte_count(dtype, shape));
   return Tensor(dtype, std::move(shape), std::move(bytes));
+}
+
+Tensor Tensor::from_i64(Shape shape, std::span<const std::int64_t> values) {
+  if (static_cast<std::uint64_t>(shape_numel(shape)) != values.size()) {
+    throw InputError(fmt::format("a tensor of shape {} holds {} values but {} were given",
+                                 shape_string(shape), shape_numel(shape), values.size()));
+  }
+  std::vector<std::byte> bytes(byte_count(DType::I64, shape));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store_little_endian(static_cast<std::uint64_t>(values[i]), &bytes[i * 8]);
+  return Tensor(DType::I64, std::move(shape), std::move(bytes));
+}
+
+std::vector<std::int64_t> Tensor::to_i64() const {
+  if (dtype_ != DType::I64)
+    throw InputError(fmt::format("a {} tensor was read as I64", dtype_name(dtype_)));
+  std::vector<std::int64_t> values(bytes_.size() / 8);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::int64_t>(load_little_endian<std::uint64_t>(&bytes_[i * 8]));
+  return values;
 }
 
 std::vector<double> Tensor::to_f64() const {

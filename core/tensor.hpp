@@ -1,7 +1,8 @@
 // core/tensor.hpp — a dense, contiguous, row-major tensor of F64, F32, F16 or
-// BF16 values, stored as raw little-endian bytes exactly as safetensors holds
-// them. Numerical code reads it through to_f64() and builds it through
-// from_f64(), which rounds to the storage dtype (round-to-nearest-even).
+// BF16 values (or I64 integers: a packed batch's cu_seqlens), stored as raw
+// little-endian bytes exactly as safetensors holds them. Numerical code reads
+// it through to_f64() and builds it through from_f64(), which rounds to the
+// storage dtype (round-to-nearest-even); integers through from_i64/to_i64.
 #pragma once
 
 #include <cstddef>
@@ -13,10 +14,13 @@
 
 namespace deltaproof {
 
-enum class DType { F64, F32, F16, BF16 };
+enum class DType { F64, F32, F16, BF16, I64 };
+
+// F64, F32, F16 and BF16: what a fixture's and a candidate's numbers may be.
+bool is_floating(DType dtype);
 
 std::size_t dtype_size(DType dtype);
-// The safetensors spelling: "F64", "F32", "F16", "BF16".
+// The safetensors spelling: "F64", "F32", "F16", "BF16", "I64".
 std::string_view dtype_name(DType dtype);
 // Parses a safetensors dtype name; throws FormatError naming `context` on an
 // unknown one.
@@ -43,14 +47,18 @@ class Tensor {
   // Rounds each value to `dtype` and stores it.
   static Tensor from_f64(DType dtype, Shape shape, std::span<const double> values);
   static Tensor zeros(DType dtype, Shape shape);
+  static Tensor from_i64(Shape shape, std::span<const std::int64_t> values);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return shape_numel(shape_); }
   std::span<const std::byte> bytes() const { return bytes_; }
 
-  // Every element widened to double (exact for all four dtypes).
+  // Every element widened to double (exact for the four floating dtypes, and
+  // for integers up to 2^53).
   std::vector<double> to_f64() const;
+  // An I64 tensor's elements; throws InputError on another dtype.
+  std::vector<std::int64_t> to_i64() const;
   double at(std::int64_t flat_index) const;
 
   // Lower-case hex SHA-256 of the raw bytes.

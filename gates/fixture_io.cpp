@@ -78,6 +78,12 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
                         int chunk) {
   KernelJob job;
   KernelShape& s = job.shape;
+  if (file.has("cu_seqlens") || file.metadata.count("N") || file.metadata.count("HV"))
+    throw InputError(fmt::format(
+        "{}: packed sequences (cu_seqlens) and grouped value heads (HV) are not run by the "
+        "kernels yet (issue 14, docs/VARLEN.md section 5); gen writes such fixtures, the gates "
+        "cannot run them.",
+        source));
   s.op = infer_op(file, source);
   const Tensor& q = require(file, source, "q", s.op);
   const Tensor& v = require(file, source, "v", s.op);
@@ -116,6 +122,9 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
           "{}: tensor '{}' has shape {}, but q and v say B={} T={} H={} "
           "K={} V={}, so it must be {}.",
           source, name, shape_string(t.shape()), s.B, s.T, s.H, s.K, s.V, shape_string(want)));
+    if (!is_floating(t.dtype()))
+      throw InputError(fmt::format("{}: tensor '{}' is {}; an input must be F64, F32, F16 or BF16.",
+                                   source, name, dtype_name(t.dtype())));
     const std::vector<double> values = t.to_f64();
     auto& buffer = job.inputs[name];
     buffer.resize(values.size());

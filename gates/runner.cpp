@@ -97,6 +97,10 @@ std::map<std::string, std::vector<double>> candidate_values(const SafetensorsFil
       throw InputError(fmt::format("{}: tensor '{}' has shape {}, but the fixture needs {}.",
                                    path.string(), name, shape_string(tensor.shape()),
                                    shape_string(want)));
+    if (!is_floating(tensor.dtype()))
+      throw InputError(
+          fmt::format("{}: tensor '{}' is {}; an output must be F64, F32, F16 or BF16.",
+                      path.string(), name, dtype_name(tensor.dtype())));
     values[name] = tensor.to_f64();
   }
   return values;

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -23,6 +24,27 @@ std::vector<std::string> names_of(const std::vector<TensorLayout>& layouts) {
   return names;
 }
 
+const std::string& metadata_entry(const std::map<std::string, std::string>& metadata,
+                                  const std::string& key, const std::string& source) {
+  auto it = metadata.find(key);
+  if (it == metadata.end())
+    throw InputError(
+        fmt::format("{}: the metadata has no '{}' entry, so the fixture's spec "
+                    "cannot be read; regenerate it with deltaproof gen.",
+                    source, key));
+  return it->second;
+}
+
+long long metadata_integer(const std::map<std::string, std::string>& metadata,
+                           const std::string& key, const std::string& source) {
+  const std::string& text = metadata_entry(metadata, key, source);
+  long long value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size())
+    throw InputError(fmt::format("{}: metadata '{}' is '{}', not an integer.", source, key, text));
+  return value;
+}
+
 }  // namespace
 
 SafetensorsFile fixture_tensors(const Problem& problem, const TensorMap& reference) {
@@ -38,6 +60,9 @@ SafetensorsFile fixture_tensors(const Problem& problem, const TensorMap& referen
     layout.name = gradient_name(layout.name);
     add(layout, reference.at(layout.name));
   }
+  if (s.packed())
+    file.tensors["cu_seqlens"] =
+        Tensor::from_i64({static_cast<std::int64_t>(s.cu_seqlens.size())}, s.cu_seqlens);
   return file;
 }
 
@@ -54,7 +79,11 @@ std::string canonical_command(const FixtureSpec& s, const std::string& file_name
       "deltaproof gen --op {} --B {} --T {} --H {} --K {} --V {} --chunk {} --regime {} --dtype {} "
       "--seed {}{} --out {}",
       op_name(s.op), s.B, s.T, s.H, s.K, s.V, s.chunk, regime_name(s.regime),
-      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed, s.zero_h0 ? " --h0 zero" : "", file_name);
+      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed,
+      std::string(s.zero_h0 ? " --h0 zero" : "") +
+          (s.group() > 1 ? fmt::format(" --HV {}", s.HV) : "") +
+          (s.packed() ? fmt::format(" --cu-seqlens {}", fmt::join(s.cu_seqlens, ",")) : ""),
+      file_name);
 }
 
 void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::string& reference,
@@ -74,6 +103,9 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
   m["dtype"] = spec.dtype == DType::BF16 ? "bf16" : "f32";
   m["seed"] = std::to_string(spec.seed);
   if (spec.zero_h0) m["h0"] = "zero";  // absent: drawn (the files made before the option)
+  if (spec.group() > 1) m["HV"] = std::to_string(spec.HV);  // absent: HV = H
+  if (spec.packed())
+    m["N"] = std::to_string(spec.states());  // absent: dense; cu_seqlens holds them
   m["inputs"] = join(names_of(input_layouts(spec)));
   m["cotangents"] = join(names_of(cotangent_layouts(spec)));
   m["outputs"] = join(names_of(output_layouts(spec)));
@@ -94,7 +126,6 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
 }
 
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options) {
-  refuse_packed_or_grouped(spec);
   auto progress = [&](const std::string& step) {
     if (options.progress) options.progress(step);
   };
@@ -138,23 +169,9 @@ void mark_unchecked(SafetensorsFile& file) { file.metadata["status"] = "unchecke
 FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
                                const std::string& source) {
   auto get = [&](const std::string& key) -> const std::string& {
-    auto it = metadata.find(key);
-    if (it == metadata.end())
-      throw InputError(
-          fmt::format("{}: the metadata has no '{}' entry, so the fixture's spec "
-                      "cannot be read; regenerate it with deltaproof gen.",
-                      source, key));
-    return it->second;
+    return metadata_entry(metadata, key, source);
   };
-  auto number = [&](const std::string& key) -> long long {
-    const std::string& text = get(key);
-    long long value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size())
-      throw InputError(
-          fmt::format("{}: metadata '{}' is '{}', not an integer.", source, key, text));
-    return value;
-  };
+  auto number = [&](const std::string& key) { return metadata_integer(metadata, key, source); };
   FixtureSpec s;
   const auto op = parse_op(get("op"));
   if (!op)
@@ -183,6 +200,42 @@ FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadat
       throw InputError(
           fmt::format("{}: metadata 'h0' is '{}', not zero or drawn.", source, it->second));
     s.zero_h0 = it->second == "zero";
+  }
+  if (metadata.count("HV")) s.HV = static_cast<int>(number("HV"));
+  return s;
+}
+
+FixtureSpec spec_of_fixture(const SafetensorsFile& file, const std::string& source) {
+  FixtureSpec s = spec_from_metadata(file.metadata, source);
+  if (file.metadata.count("N")) {
+    const long long N = metadata_integer(file.metadata, "N", source);
+    const Tensor* cu = file.has("cu_seqlens") ? &file.tensors.at("cu_seqlens") : nullptr;
+    if (cu == nullptr)
+      throw InputError(fmt::format(
+          "{}: the metadata says N={} packed sequences, but there is no tensor 'cu_seqlens'.",
+          source, N));
+    if (cu->dtype() != DType::I64)
+      throw InputError(fmt::format("{}: tensor 'cu_seqlens' is {}; it must be I64.", source,
+                                   dtype_name(cu->dtype())));
+    s.cu_seqlens = cu->to_i64();
+    if (cu->shape() != Shape{N + 1})
+      throw InputError(fmt::format(
+          "{}: tensor 'cu_seqlens' has shape {}, but the metadata says N={} sequences, so it "
+          "must be [{}].",
+          source, shape_string(cu->shape()), N, N + 1));
+    if (const std::string why = packing_problem(s.cu_seqlens, s.B, s.T); !why.empty())
+      throw InputError(fmt::format("{}: tensor 'cu_seqlens' ({}): {}.", source,
+                                   fmt::join(s.cu_seqlens, ","), why));
+  } else if (file.has("cu_seqlens")) {
+    throw InputError(fmt::format(
+        "{}: there is a tensor 'cu_seqlens' but no metadata 'N': say how many sequences it packs.",
+        source));
+  }
+  try {
+    s.validate();
+  } catch (const InputError& e) {
+    throw InputError(
+        fmt::format("{}: the spec its metadata gives is refused: {}", source, e.what()));
   }
   return s;
 }

@@ -55,6 +55,11 @@ std::string canonical_command(const FixtureSpec& spec, const std::string& file_n
 FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
                                const std::string& source);
 
+// The spec of a fixture file: its metadata, and a packed fixture's
+// cu_seqlens tensor (I64, N + 1 entries, a valid packing), then validated;
+// throws InputError naming `source`, the key or tensor, and the problem.
+FixtureSpec spec_of_fixture(const SafetensorsFile& file, const std::string& source);
+
 struct CanonicalFixture {
   std::string file;  // relative to the fixtures folder, e.g. "gdn2/t32-c16.safetensors"
   FixtureSpec spec;

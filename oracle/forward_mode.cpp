@@ -2,6 +2,7 @@
 #include "oracle/forward_mode.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -56,15 +57,17 @@ std::size_t flat_offset(const FixtureSpec& s, const HeadCoordinate& c, const Seq
                                c.layout->key_heads);
 }
 
-// Every coordinate of one (batch, head), tensor by tensor.
-std::vector<HeadCoordinate> head_coordinates(const FixtureSpec& s,
-                                             const std::vector<TensorLayout>& layouts) {
+// Every coordinate of one sequence, tensor by tensor: its own tokens (a
+// packed sequence's length) and its state.
+std::vector<HeadCoordinate> sequence_coordinates(const FixtureSpec& s,
+                                                 const std::vector<TensorLayout>& layouts,
+                                                 const SequenceRef& r) {
   std::vector<HeadCoordinate> coordinates;
   for (const auto& layout : layouts) {
-    const int rows = layout.is_state ? s.K : s.T;
+    const int rows = layout.is_state ? s.K : r.length();
     const int columns = layout.is_state ? s.V : layout.per_token();
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < columns; ++c) coordinates.push_back({&layout, r, c});
+    for (int row = 0; row < rows; ++row)
+      for (int c = 0; c < columns; ++c) coordinates.push_back({&layout, row, c});
   }
   return coordinates;
 }
@@ -81,23 +84,31 @@ std::array<double, kTangents> tangent_of_loss(const Problem& p, Sequence<D>& x,
   return total.tangent;
 }
 
-// Runs `body(task, r, first, last, x)` in parallel for every sequence r and
-// every batch of kTangents of `count` seeds: x is the sequence for the body
-// to seed seeds [first, last) into; task = sequence * batches + batch
-// (tangent_batches(count) batches).
-int tangent_batches(std::size_t count) {
-  return static_cast<int>((count + kTangents - 1) / kTangents);
+// One pass of the dual forward: seeds [first, last) of one sequence's
+// `count(sequence)` seeds. The tasks run sequence by sequence (the order of
+// sequences(spec)), so a sum over tasks in their order is a fixed order.
+struct TangentTask {
+  std::size_t sequence, first, last;
+};
+template <class Count>
+std::vector<TangentTask> tangent_tasks(std::size_t sequence_count, Count count) {
+  std::vector<TangentTask> tasks;
+  for (std::size_t n = 0; n < sequence_count; ++n)
+    for (std::size_t first = 0; first < count(n); first += kTangents)
+      tasks.push_back({n, first, std::min(count(n), first + kTangents)});
+  return tasks;
 }
+
+// Runs `body(i, tasks[i], r, x)` in parallel for every task: x is the task's
+// sequence r for the body to seed the task's seeds into.
 template <class Body>
-void for_each_tangent_batch(const Problem& problem, std::size_t count, int threads, Body body) {
-  const std::vector<SequenceRef> refs = sequences(problem.spec);
-  const int batches = tangent_batches(count);
-  parallel_for(static_cast<int>(refs.size()) * batches, threads, [&](int task) {
-    const SequenceRef& r = refs[static_cast<std::size_t>(task / batches)];
-    const std::size_t first = static_cast<std::size_t>(task % batches) * kTangents;
-    const std::size_t last = std::min(count, first + kTangents);
+void run_tangent_tasks(const Problem& problem, const std::vector<SequenceRef>& refs,
+                       const std::vector<TangentTask>& tasks, int threads, Body body) {
+  parallel_for(static_cast<int>(tasks.size()), threads, [&](int i) {
+    const TangentTask& task = tasks[static_cast<std::size_t>(i)];
+    const SequenceRef& r = refs[task.sequence];
     Sequence<D> x = cut_sequence<D>(problem, r);
-    body(task, r, first, last, x);
+    body(static_cast<std::size_t>(i), task, r, x);
   });
 }
 
@@ -114,24 +125,36 @@ TensorMap forward_mode_gradient(const Problem& problem, int threads,
                                 const GeneratorFaults& faults) {
   const FixtureSpec& s = problem.spec;
   const auto layouts = input_layouts(s);
-  const auto coordinates = head_coordinates(s, layouts);
+  const std::vector<SequenceRef> refs = sequences(s);
+  std::vector<std::vector<HeadCoordinate>> coordinates;
+  for (const auto& r : refs) coordinates.push_back(sequence_coordinates(s, layouts, r));
+  const auto tasks =
+      tangent_tasks(refs.size(), [&](std::size_t n) { return coordinates[n].size(); });
 
+  std::vector<std::array<double, kTangents>> tangents(tasks.size());
+  run_tangent_tasks(
+      problem, refs, tasks, threads,
+      [&](std::size_t i, const TangentTask& task, const SequenceRef& r, Sequence<D>& x) {
+        for (std::size_t c = task.first; c < task.last; ++c)
+          seed(x, coordinates[task.sequence][c], 1.0, static_cast<int>(c - task.first));
+        tangents[i] = tangent_of_loss(problem, x, r, faults);
+      });
+
+  // Gathered in task order: a key head's q and k coordinates are seen by each
+  // value head of its group and summed in ascending value head, as the
+  // oracle's dq and dk are; every other coordinate belongs to one task.
   TensorMap gradient;
   for (const auto& layout : layouts)
     gradient[gradient_name(layout.name)].assign(
         static_cast<std::size_t>(shape_numel(layout.shape(s))), 0.0);
-
-  for_each_tangent_batch(
-      problem, coordinates.size(), threads,
-      [&](int, const SequenceRef& r, std::size_t first, std::size_t last, Sequence<D>& x) {
-        for (std::size_t c = first; c < last; ++c)
-          seed(x, coordinates[c], 1.0, static_cast<int>(c - first));
-        const auto tangents = tangent_of_loss(problem, x, r, faults);
-        // each coordinate belongs to exactly one task: no two tasks write one slot
-        for (std::size_t c = first; c < last; ++c)
-          gradient[gradient_name(coordinates[c].layout->name)][flat_offset(s, coordinates[c], r)] =
-              tangents[c - first];
-      });
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const TangentTask& task = tasks[t];
+    for (std::size_t c = task.first; c < task.last; ++c) {
+      const HeadCoordinate& coordinate = coordinates[task.sequence][c];
+      gradient[gradient_name(coordinate.layout->name)]
+              [flat_offset(s, coordinate, refs[task.sequence])] += tangents[t][c - task.first];
+    }
+  }
   return gradient;
 }
 
@@ -140,14 +163,14 @@ std::vector<double> forward_mode_directional(const Problem& problem,
                                              const GeneratorFaults& faults) {
   const FixtureSpec& s = problem.spec;
   const auto layouts = input_layouts(s);
-  const int batches = tangent_batches(directions.size());
-  const int heads = static_cast<int>(sequences(s).size());
-  std::vector<std::array<double, kTangents>> partial(static_cast<std::size_t>(heads) * batches);
+  const std::vector<SequenceRef> refs = sequences(s);
+  const auto tasks = tangent_tasks(refs.size(), [&](std::size_t) { return directions.size(); });
 
-  for_each_tangent_batch(
-      problem, directions.size(), threads,
-      [&](int task, const SequenceRef& seq, std::size_t first, std::size_t last, Sequence<D>& x) {
-        for (std::size_t d = first; d < last; ++d) {
+  std::vector<std::array<double, kTangents>> partial(tasks.size());
+  run_tangent_tasks(
+      problem, refs, tasks, threads,
+      [&](std::size_t i, const TangentTask& task, const SequenceRef& seq, Sequence<D>& x) {
+        for (std::size_t d = task.first; d < task.last; ++d) {
           const auto layout = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) {
             return l.name == directions[d].tensor;
           });
@@ -157,19 +180,17 @@ std::vector<double> forward_mode_directional(const Problem& problem,
             for (int c = 0; c < columns; ++c) {
               const HeadCoordinate coordinate{&*layout, r, c};
               seed(x, coordinate, directions[d].values[flat_offset(s, coordinate, seq)],
-                   static_cast<int>(d - first));
+                   static_cast<int>(d - task.first));
             }
         }
-        partial[task] = tangent_of_loss(problem, x, seq, faults);
+        partial[i] = tangent_of_loss(problem, x, seq, faults);
       });
 
-  // heads summed in a fixed order: the same bits for any thread count
+  // sequences summed in a fixed order: the same bits for any thread count
   std::vector<double> derivatives(directions.size(), 0.0);
-  for (std::size_t d = 0; d < directions.size(); ++d) {
-    const int batch = static_cast<int>(d / kTangents);
-    for (int head = 0; head < heads; ++head)
-      derivatives[d] += partial[static_cast<std::size_t>(head) * batches + batch][d % kTangents];
-  }
+  for (std::size_t t = 0; t < tasks.size(); ++t)
+    for (std::size_t d = tasks[t].first; d < tasks[t].last; ++d)
+      derivatives[d] += partial[t][d - tasks[t].first];
   return derivatives;
 }
 

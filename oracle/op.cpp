@@ -92,8 +92,9 @@ std::string packing_problem(const std::vector<std::int64_t>& cu_seqlens, int B, 
 void refuse_packed_or_grouped(const FixtureSpec& spec) {
   if (spec.packed() || spec.group() > 1)
     throw InputError(fmt::format(
-        "{}: packed sequences and grouped value heads are evaluated by the oracle only so far; "
-        "gen cannot check or write them yet (issue 14, docs/VARLEN.md).",
+        "{}: packed sequences and grouped value heads are not computed by the GPU reference "
+        "(gen --reference gpu-f64, --production) yet; gen computes them in quad "
+        "(issue 14, docs/VARLEN.md).",
         spec.describe()));
 }
 

@@ -5,6 +5,7 @@
 // generator's own deliberate faults.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -96,6 +97,24 @@ inline std::size_t sequence_token_offset(const FixtureSpec& s, int width, const 
 }
 inline std::size_t sequence_state_offset(const FixtureSpec& s, const SequenceRef& r, int i, int j) {
   return deltaproof::state_offset(s.value_heads(), s.K, s.V, r.state, r.value_head, i, j);
+}
+
+// The flat offsets of one sequence's slice of a tensor, token-major then
+// channel (state row-major): the first `tokens` tokens (all when negative).
+// Two sequences of the same length pair up element by element.
+inline std::vector<std::size_t> sequence_offsets(const FixtureSpec& s, const TensorLayout& layout,
+                                                 const SequenceRef& r, int tokens = -1) {
+  std::vector<std::size_t> out;
+  if (layout.is_state) {
+    for (int i = 0; i < s.K; ++i)
+      for (int j = 0; j < s.V; ++j) out.push_back(sequence_state_offset(s, r, i, j));
+    return out;
+  }
+  const int end = tokens < 0 ? r.end : std::min(r.end, r.begin + tokens);
+  for (int t = r.begin; t < end; ++t)
+    for (int i = 0; i < layout.per_token(); ++i)
+      out.push_back(sequence_token_offset(s, layout.width, r, t, i, layout.key_heads));
+  return out;
 }
 
 // Copies one token tensor's slice of a sequence into a length x width matrix:

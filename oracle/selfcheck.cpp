@@ -2,7 +2,9 @@
 #include "oracle/selfcheck.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
@@ -81,23 +83,32 @@ nlohmann::json PathLiveness::to_json() const {
 }
 
 Problem prefix_problem(const Problem& problem, int length) {
+  const FixtureSpec& full = problem.spec;
   Problem prefix = problem;
   FixtureSpec& s = prefix.spec;
-  s.T = length;
-  auto layouts = input_layouts(problem.spec);
-  for (const auto& layout : cotangent_layouts(problem.spec)) layouts.push_back(layout);
+  if (full.packed()) {  // each sequence cut to its first `length` tokens
+    s.cu_seqlens = {0};
+    for (std::size_t n = 0; n + 1 < full.cu_seqlens.size(); ++n)
+      s.cu_seqlens.push_back(
+          s.cu_seqlens.back() +
+          std::min<std::int64_t>(length, full.cu_seqlens[n + 1] - full.cu_seqlens[n]));
+    s.T = static_cast<int>(s.cu_seqlens.back());
+  } else {
+    s.T = length;
+  }
+  const std::vector<SequenceRef> cut_refs = sequences(s), full_refs = sequences(full);
+  auto layouts = input_layouts(full);
+  for (const auto& layout : cotangent_layouts(full)) layouts.push_back(layout);
   for (const auto& layout : layouts) {
     if (layout.is_state) continue;
-    const auto& full = problem.at(layout.name);
+    const auto& values = problem.at(layout.name);
     auto& cut = prefix.values[layout.name];
     cut.assign(static_cast<std::size_t>(shape_numel(layout.shape(s))), 0.0);
-    const int width = layout.per_token();
-    for (int b = 0; b < s.B; ++b)
-      for (int t = 0; t < length; ++t)
-        for (int h = 0; h < s.H; ++h)
-          for (int i = 0; i < width; ++i)
-            cut[token_offset(s, layout.width, b, t, h, i)] =
-                full[token_offset(problem.spec, layout.width, b, t, h, i)];
+    for (std::size_t n = 0; n < cut_refs.size(); ++n) {
+      const auto to = sequence_offsets(s, layout, cut_refs[n]);
+      const auto from = sequence_offsets(full, layout, full_refs[n], cut_refs[n].length());
+      for (std::size_t i = 0; i < to.size(); ++i) cut[to[i]] = values[from[i]];
+    }
   }
   std::fill(prefix.values["dht"].begin(), prefix.values["dht"].end(), 0.0);
   return prefix;
@@ -304,9 +315,13 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
                                        detail));
   }
 
-  // 5. multi-chunk liveness
+  // 5. multi-chunk liveness, over each sequence's own chunks
   announce("liveness");
-  if (s.num_chunks() == 1) {
+  const std::vector<SequenceRef> refs = sequences(s);
+  int most_chunks = 0;
+  for (const auto& r : refs)
+    most_chunks = std::max(most_chunks, (r.length() + s.chunk - 1) / s.chunk);
+  if (most_chunks <= 1) {
     CheckFigure c =
         make_check("liveness", std::numeric_limits<double>::quiet_NaN(), SelfCheckBars::liveness,
                    false, "not applicable: one chunk (T <= chunk) has no carry");
@@ -321,43 +336,46 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
       if (layout.is_state) continue;
       const auto& x = problem.at(layout.name);
       const int width = layout.per_token();
-      for (int chunk = 1; chunk < s.num_chunks(); ++chunk) {
+      for (int chunk = 1; chunk < most_chunks; ++chunk) {
         double diff = 0.0;
-        for (int b = 0; b < s.B; ++b)
-          for (int r = 0; r < C && chunk * C + r < s.T; ++r)
-            for (int h = 0; h < s.H; ++h)
-              for (int i = 0; i < width; ++i)
-                diff = std::max(diff,
-                                std::abs(x[token_offset(s, layout.width, b, chunk * C + r, h, i)] -
-                                         x[token_offset(s, layout.width, b, r, h, i)]));
+        for (const auto& r : refs)
+          for (int row = 0; row < C && chunk * C + row < r.length(); ++row)
+            for (int i = 0; i < width; ++i)
+              diff = std::max(
+                  diff,
+                  std::abs(x[sequence_token_offset(s, layout.width, r, r.begin + chunk * C + row, i,
+                                                   layout.key_heads)] -
+                           x[sequence_token_offset(s, layout.width, r, r.begin + row, i,
+                                                   layout.key_heads)]));
         distinct = std::min(distinct, diff);
       }
     }
     detail["min_later_chunk_vs_first_chunk_input_diff"] = distinct;
-    // (b) forward: later-chunk outputs move when chunk-0 inputs move
+    // (b) forward: later-chunk outputs move when chunk-0 inputs move (each
+    // entry once: a key head's k is shared by its group's sequences)
     Problem nudged = problem;
-    for (const std::string name : {"v", "k"}) {
-      auto& x = nudged.values[name];
-      const int width = name == "v" ? s.V : s.K;
-      for (int b = 0; b < s.B; ++b)
-        for (int t = 0; t < C; ++t)
-          for (int h = 0; h < s.H; ++h)
-            for (int i = 0; i < width; ++i) x[token_offset(s, width, b, t, h, i)] *= 1.5;
+    for (const auto& layout : layouts) {
+      if (layout.name != "v" && layout.name != "k") continue;
+      auto& x = nudged.values[layout.name];
+      std::vector<char> scaled(x.size(), 0);
+      for (const auto& r : refs)
+        for (std::size_t at : sequence_offsets(s, layout, r, C))
+          if (!scaled[at]) x[at] *= 1.5, scaled[at] = 1;
     }
     const auto nudged_o = evaluate<double>(nudged, false, threads, faults).tensors.at("o");
     const auto& base_o = f64.tensors.at("o");
     RelError moved;  // the nudged o past chunk 0 against the base o there
-    for (int b = 0; b < s.B; ++b)
-      for (int t = C; t < s.T; ++t)
-        for (int h = 0; h < s.H; ++h)
-          for (int j = 0; j < s.V; ++j) {
-            const auto at = token_offset(s, s.V, b, t, h, j);
-            moved.add(nudged_o[at], base_o[at]);
-          }
+    for (const auto& r : refs)
+      for (int t = r.begin + C; t < r.end; ++t)
+        for (int j = 0; j < s.V; ++j) {
+          const auto at = sequence_token_offset(s, s.V, r, t, j, false);
+          moved.add(nudged_o[at], base_o[at]);
+        }
     const double forward_live = moved.rel();
     detail["forward"] = forward_live;
     // (c) backward: chunk-0 gradients differ from those of the one-chunk prefix
     const Problem one_chunk = prefix_problem(problem, C);
+    const std::vector<SequenceRef> cut_refs = sequences(one_chunk.spec);
     const auto prefix = evaluate<double>(one_chunk, true, threads, faults);
     double backward_live = 0.0;
     for (const auto& layout : layouts) {
@@ -368,14 +386,11 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
       if (layout.is_state) {
         error = rel_error(cut, full);
       } else {
-        const int width = layout.per_token();
-        for (int b = 0; b < s.B; ++b)
-          for (int t = 0; t < C; ++t)
-            for (int h = 0; h < s.H; ++h)
-              for (int i = 0; i < width; ++i) {
-                error.add(cut[token_offset(one_chunk.spec, layout.width, b, t, h, i)],
-                          full[token_offset(s, layout.width, b, t, h, i)]);
-              }
+        for (std::size_t n = 0; n < refs.size(); ++n) {
+          const auto from = sequence_offsets(one_chunk.spec, layout, cut_refs[n]);
+          const auto to = sequence_offsets(s, layout, refs[n], C);
+          for (std::size_t i = 0; i < from.size(); ++i) error.add(cut[from[i]], full[to[i]]);
+        }
       }
       const double rel = error.rel();
       detail["backward_" + name] = rel;
@@ -429,7 +444,59 @@ SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad
       paths.linearity = std::max(paths.linearity, rel_max_error(sum, f64.tensors.at(name)));
     }
   }
+
+  // 7. a packed sequence is the same sequence alone
+  if (s.packed()) {
+    announce("packed vs alone");
+    report.checks.push_back(packed_vs_alone_check(problem, quad, threads, faults));
+  }
   return report;
+}
+
+CheckFigure packed_vs_alone_check(const Problem& problem, const OracleOutput& quad, int threads,
+                                  const GeneratorFaults& faults) {
+  const FixtureSpec& s = problem.spec;
+  std::vector<TensorLayout> given = input_layouts(s), computed = output_layouts(s);
+  for (const auto& layout : cotangent_layouts(s)) given.push_back(layout);
+  for (auto layout : input_layouts(s)) {
+    layout.name = gradient_name(layout.name);
+    computed.push_back(layout);
+  }
+  const std::vector<SequenceRef> refs = sequences(s);
+  const int heads = s.value_heads();
+  std::size_t differing = 0, compared = 0;
+  nlohmann::json per_tensor = nlohmann::json::object();
+  for (int n = 0; n < s.states(); ++n) {
+    const Problem alone = draw_problem(alone_spec(s, n));
+    const OracleOutput alone_quad = evaluate_quad(alone, true, threads, faults);
+    const std::vector<SequenceRef> alone_refs = sequences(alone.spec);
+    auto compare = [&](const TensorLayout& layout, const std::vector<double>& packed,
+                       const std::vector<double>& single) {
+      for (int hv = 0; hv < heads; ++hv) {
+        const auto at = sequence_offsets(s, layout, refs[static_cast<std::size_t>(n * heads + hv)]);
+        const auto from =
+            sequence_offsets(alone.spec, layout, alone_refs[static_cast<std::size_t>(hv)]);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < at.size(); ++i)
+          bad += std::bit_cast<std::uint64_t>(packed[at[i]]) !=
+                 std::bit_cast<std::uint64_t>(single[from[i]]);
+        compared += at.size();
+        differing += bad;
+        if (bad > 0) per_tensor[layout.name] = per_tensor.value(layout.name, 0) + bad;
+      }
+    };
+    for (const auto& layout : given)
+      compare(layout, problem.at(layout.name), alone.at(layout.name));
+    for (const auto& layout : computed)
+      compare(layout, quad.tensors.at(layout.name), alone_quad.tensors.at(layout.name));
+  }
+  per_tensor["compared"] = compared;
+  return make_check(
+      "packed_vs_alone", static_cast<double>(differing), SelfCheckBars::packed_vs_alone, true,
+      "each sequence generated alone (B = 1, its own seed): its inputs, cotangents and "
+      "quad outputs and gradients against its slices of the packed fixture; figure = "
+      "differing elements (bits)",
+      per_tensor);
 }
 
 }  // namespace deltaproof::oracle

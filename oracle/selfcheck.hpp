@@ -102,6 +102,8 @@ struct SelfCheckBars {
   // regime; every other path is >= 6e-3, below 0.1 only in stress and K = 64
   // fixtures (do -> dk dv dw dbeta at 4e-2 .. 9e-2).
   static constexpr double path_share = 1e-1;
+  // a packed sequence runs through the same code in the same order as alone
+  static constexpr double packed_vs_alone = 0.0;
 };
 
 // The problem with input d.tensor moved by step x d.
@@ -132,7 +134,14 @@ CheckFigure taylor_remainder_check(const std::vector<TaylorDirection>& direction
 SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad,
                                 const SelfCheckOptions& options);
 
-// The problem cut to its first `length` tokens, with dht set to zero.
+// A packed problem: each sequence's inputs, cotangents, outputs and gradients
+// (`quad`, the packed problem's) against the same sequence generated alone
+// (alone_spec), element by element; figure = differing elements, bar 0.
+CheckFigure packed_vs_alone_check(const Problem& problem, const OracleOutput& quad, int threads,
+                                  const GeneratorFaults& faults = {});
+
+// The problem cut to its first `length` tokens (a packed problem: each
+// sequence to its first `length`), with dht set to zero.
 Problem prefix_problem(const Problem& problem, int length);
 
 }  // namespace deltaproof::oracle

@@ -44,7 +44,7 @@ void read_head_first(const KernelShape& s, std::map<std::string, std::vector<dou
 std::map<std::string, std::vector<double>> reference_of_other_seed(const SafetensorsFile& file,
                                                                    const std::string& source,
                                                                    Phase phase) {
-  oracle::FixtureSpec spec = oracle::spec_from_metadata(file.metadata, source);
+  oracle::FixtureSpec spec = oracle::spec_of_fixture(file, source);
   spec.seed += 1;
   const oracle::OracleOutput other =
       oracle::evaluate<double>(oracle::draw_problem(spec), phase == Phase::bwd, 1);

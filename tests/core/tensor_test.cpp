@@ -61,12 +61,12 @@ TEST(DType, SizesAndNames) {
 
 TEST(DType, UnknownNameIsFormatErrorNamingContext) {
   try {
-    parse_dtype("I64", "weights.safetensors: tensor 'q'");
-    FAIL() << "parse_dtype accepted I64";
+    parse_dtype("U8", "weights.safetensors: tensor 'q'");
+    FAIL() << "parse_dtype accepted U8";
   } catch (const FormatError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find("weights.safetensors: tensor 'q'"), std::string::npos) << message;
-    EXPECT_NE(message.find("'I64'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'U8'"), std::string::npos) << message;
   }
   EXPECT_THROW(parse_dtype("f64", "ctx"), FormatError);  // names are case-sensitive
   EXPECT_THROW(parse_dtype("", "ctx"), FormatError);
@@ -353,6 +353,28 @@ TEST(Tensor, EqualityComparesDtypeShapeAndBytes) {
   EXPECT_NE(Tensor::from_f64(DType::F32, {2}, values),
             Tensor::from_f64(DType::F32, {1, 2}, values));
   EXPECT_NE(Tensor::from_f64(DType::F16, {2}, values), Tensor::from_f64(DType::BF16, {2}, values));
+}
+
+}  // namespace
+}  // namespace deltaproof
+
+namespace deltaproof {
+namespace {
+
+TEST(TensorI64, HoldsIntegersExactlyAndRefusesWhatIsNotOne) {
+  const std::vector<std::int64_t> offsets{0, 1, 7, (std::int64_t{1} << 40) + 3};
+  const Tensor t = Tensor::from_i64({4}, offsets);
+  EXPECT_EQ(t.dtype(), DType::I64);
+  EXPECT_EQ(t.to_i64(), offsets);
+  EXPECT_EQ(t.at(3), static_cast<double>((std::int64_t{1} << 40) + 3));
+  EXPECT_EQ(dtype_size(DType::I64), 8u);
+  EXPECT_EQ(parse_dtype("I64", "x"), DType::I64);
+  EXPECT_FALSE(is_floating(DType::I64));
+  EXPECT_TRUE(is_floating(DType::BF16));
+  EXPECT_EQ(Tensor::from_f64(DType::I64, {2}, std::vector<double>{3, -4}).to_i64(),
+            (std::vector<std::int64_t>{3, -4}));
+  EXPECT_THROW(Tensor::from_f64(DType::I64, {1}, std::vector<double>{0.5}), InputError);
+  EXPECT_THROW(Tensor::from_f64(DType::F32, {1}, std::vector<double>{1}).to_i64(), InputError);
 }
 
 }  // namespace

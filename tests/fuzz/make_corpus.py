@@ -71,7 +71,7 @@ def corpus():
         "invalid_not_json": image(b'{"w": }'),
         "invalid_not_object": image(b"[1,2]   "),
         "invalid_metadata_value": image(header_bytes({"__metadata__": {"op": 1}})),
-        "invalid_unknown_dtype": image(header_bytes({"w": entry("I64", [1], 0, 8)}), b"\x00" * 8),
+        "invalid_unknown_dtype": image(header_bytes({"w": entry("U8", [1], 0, 1)}), b"\x00"),
         "invalid_negative_dim": image(header_bytes({"w": entry("F64", [-1], 0, 8)}), b"\x00" * 8),
         "invalid_shape_overflow": image(
             header_bytes({"w": entry("F64", [4294967296, 4294967296], 0, 8)}), b"\x00" * 8

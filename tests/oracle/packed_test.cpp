@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/fixture.hpp"
+#include "oracle/selfcheck.hpp"
 
 namespace deltaproof::oracle {
 namespace {
@@ -138,12 +139,135 @@ TEST(Packed, BadSpecsAreRefusedWithASentence) {
       << refusal(s);
 }
 
-TEST(Packed, GenRefusesWhatOnlyTheOracleKnowsYet) {
-  FixtureSpec s = grouped_spec(Op::kda);
-  const GenerateOptions options;
-  EXPECT_THROW(generate_fixture(s, options), InputError);
-  s.HV = 0, s.B = 1, s.cu_seqlens = {0, 5, 21};
-  EXPECT_THROW(generate_fixture(s, options), InputError);
+// A small packed, grouped spec: lengths 1, under a chunk, a chunk plus one
+// (chunk 16), HV = 2H.
+FixtureSpec packed_grouped_spec(Op op) {
+  FixtureSpec s;
+  s.op = op;
+  s.B = 1, s.H = 1, s.HV = 2, s.K = 4, s.V = 3, s.chunk = 16, s.seed = 5;
+  s.cu_seqlens = {0, 1, 8, 25};
+  s.T = 25;
+  return s;
+}
+
+const CheckFigure* find_check(const SelfCheckReport& report, const std::string& name) {
+  for (const auto& c : report.checks)
+    if (c.check == name) return &c;
+  return nullptr;
+}
+
+TEST(Packed, GenWritesAPackedGroupedFixtureWhoseSelfChecksPass) {
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    const FixtureSpec s = packed_grouped_spec(op);
+    GenerateOptions options;
+    options.threads = 2;
+    const GeneratedFixture g = generate_fixture(s, options);
+    for (const auto& c : g.report.checks)
+      EXPECT_TRUE(c.passed) << op_name(op) << " " << c.check << " " << c.figure;
+    // every coordinate by forward mode (the spec is small), packed_vs_alone run
+    const CheckFigure* forward = find_check(g.report, "reverse_vs_forward_mode");
+    ASSERT_NE(forward, nullptr);
+    EXPECT_NE(forward->method.find("every coordinate"), std::string::npos) << forward->method;
+    const CheckFigure* alone = find_check(g.report, "packed_vs_alone");
+    ASSERT_NE(alone, nullptr) << op_name(op);
+    EXPECT_EQ(alone->figure, 0.0);
+    EXPECT_GT(alone->detail.value("compared", 0), 0);
+    const CheckFigure* liveness = find_check(g.report, "liveness");
+    ASSERT_NE(liveness, nullptr);
+    EXPECT_GT(liveness->figure, SelfCheckBars::liveness) << op_name(op);
+
+    // the file: cu_seqlens as I64, HV and N in the metadata, read back to the spec
+    const Tensor& cu = g.file.tensors.at("cu_seqlens");
+    EXPECT_EQ(cu.dtype(), DType::I64);
+    EXPECT_EQ(cu.to_i64(), s.cu_seqlens);
+    EXPECT_EQ(g.file.metadata.at("HV"), "2");
+    EXPECT_EQ(g.file.metadata.at("N"), "3");
+    EXPECT_EQ(g.file.tensors.at("v").shape(), (Shape{1, 25, 2, 3}));
+    EXPECT_EQ(g.file.tensors.at("q").shape(), (Shape{1, 25, 1, 4}));
+    EXPECT_EQ(g.file.tensors.at("h0").shape(), (Shape{3, 2, 4, 3}));
+    EXPECT_EQ(g.file.tensors.at("dq").shape(), (Shape{1, 25, 1, 4}));
+    const SafetensorsFile back = parse_safetensors(serialize_safetensors(g.file), "x");
+    EXPECT_EQ(spec_of_fixture(back, "x").describe(), s.describe());
+    EXPECT_NE(g.file.metadata.at("command").find("--HV 2 --cu-seqlens 0,1,8,25"), std::string::npos)
+        << g.file.metadata.at("command");
+  }
+}
+
+TEST(Packed, PackedVsAloneIsRedWhenASequenceIsNotItselfAlone) {
+  const FixtureSpec s = packed_grouped_spec(Op::gdn2);
+  Problem p = draw_problem(s);
+  const OracleOutput quad = evaluate_quad(p, true, 2);
+  EXPECT_EQ(packed_vs_alone_check(p, quad, 2).figure, 0.0);
+  // one token of the last sequence moved: its inputs and every output after it
+  p.values["v"][static_cast<std::size_t>(10 * s.HV * s.V)] += 0.25;
+  const CheckFigure moved = packed_vs_alone_check(p, evaluate_quad(p, true, 2), 2);
+  EXPECT_FALSE(moved.passed);
+  EXPECT_GT(moved.detail.value("v", 0), 0);
+  EXPECT_GT(moved.detail.value("o", 0), 0);
+  EXPECT_EQ(moved.detail.count("q"), 0u);  // q was not moved
+}
+
+TEST(Packed, LivenessIsRedWhenTheCarryIsCutInEachSequence) {
+  FixtureSpec s = packed_grouped_spec(Op::kda);
+  s.cu_seqlens = {0, 3, 40, 57};
+  s.T = 57;
+  GenerateOptions options;
+  options.threads = 2;
+  options.checks.faults.cut_carry_every = s.chunk;
+  const GeneratedFixture g = generate_fixture(s, options);
+  const CheckFigure* liveness = find_check(g.report, "liveness");
+  ASSERT_NE(liveness, nullptr);
+  EXPECT_FALSE(liveness->passed) << liveness->figure;
+}
+
+TEST(Packed, AFixturesPackingIsReadAndCheckedWithASentence) {
+  const FixtureSpec s = packed_grouped_spec(Op::gdn);
+  GenerateOptions options;
+  options.threads = 2;
+  const SafetensorsFile good = generate_fixture(s, options).file;
+  auto refusal = [](const SafetensorsFile& f) -> std::string {
+    try {
+      spec_of_fixture(f, "f.safetensors");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(good), "");
+  SafetensorsFile f = good;
+  f.tensors.erase("cu_seqlens");
+  EXPECT_NE(refusal(f).find("f.safetensors: the metadata says N=3 packed sequences, but there is "
+                            "no tensor 'cu_seqlens'"),
+            std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_f64(DType::F64, {4}, std::vector<double>{0, 1, 8, 25});
+  EXPECT_NE(refusal(f).find("tensor 'cu_seqlens' is F64; it must be I64"), std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_i64({3}, std::vector<std::int64_t>{0, 8, 25});
+  EXPECT_NE(
+      refusal(f).find("has shape [3], but the metadata says N=3 sequences, so it must be [4]"),
+      std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_i64({4}, std::vector<std::int64_t>{0, 8, 1, 25});
+  EXPECT_NE(refusal(f).find("tensor 'cu_seqlens' (0,8,1,25): it must increase strictly"),
+            std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_i64({4}, std::vector<std::int64_t>{0, 1, 8, 24});
+  EXPECT_NE(refusal(f).find("it must end at the 25 tokens (T), not at 24"), std::string::npos)
+      << refusal(f);
+  f = good;
+  f.metadata.erase("N");
+  EXPECT_NE(refusal(f).find("a tensor 'cu_seqlens' but no metadata 'N'"), std::string::npos)
+      << refusal(f);
+  f = good;
+  f.metadata["HV"] = "300";
+  EXPECT_NE(refusal(f).find("f.safetensors: the spec its metadata gives is refused: --HV is 300"),
+            std::string::npos)
+      << refusal(f);
 }
 
 }  // namespace
