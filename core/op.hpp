@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -181,6 +182,36 @@ DELTAPROOF_HOST_DEVICE inline std::size_t token_offset(int T, int H, int width, 
 DELTAPROOF_HOST_DEVICE inline std::size_t state_offset(int H, int K, int V, int b, int h, int i,
                                                        int j) {
   return ((static_cast<std::size_t>(b) * H + h) * K + i) * V + j;
+}
+
+// One sequence of a problem: the tokens [begin, end) of a batch row, the head
+// its keys and queries come from and the head everything else comes from,
+// and the index of its states (h0, ht, dht, dh0). In a dense problem that is
+// batch b, all T tokens, head h for both, state b; docs/VARLEN.md says how
+// packed sequences and grouped value heads fill it in.
+struct SequenceRef {
+  int batch = 0, begin = 0, end = 0;
+  int key_head = 0, value_head = 0;
+  int state = 0;
+  int length() const { return end - begin; }
+};
+
+// Every sequence of a problem of B rows of T tokens, H key heads and HV value
+// heads (value head hv reads key head hv / (HV / H)), packed by cu_seqlens
+// when it is not empty (then B = 1): state-major, then value head.
+inline std::vector<SequenceRef> problem_sequences(int B, int T, int H, int HV,
+                                                  const std::vector<std::int64_t>& cu_seqlens) {
+  std::vector<SequenceRef> out;
+  const bool packed = !cu_seqlens.empty();
+  const int states = packed ? static_cast<int>(cu_seqlens.size()) - 1 : B;
+  const int group = HV / H;
+  for (int n = 0; n < states; ++n)
+    for (int hv = 0; hv < HV; ++hv) {
+      const int begin = packed ? static_cast<int>(cu_seqlens[n]) : 0;
+      const int end = packed ? static_cast<int>(cu_seqlens[n + 1]) : T;
+      out.push_back({packed ? 0 : n, begin, end, hv / group, hv, n});
+    }
+  return out;
 }
 
 }  // namespace deltaproof

@@ -5,10 +5,12 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/op.hpp"
+#include "oracle/op.hpp"
 
 namespace deltaproof::gates {
 using kernels::KernelShape;
@@ -16,9 +18,10 @@ using kernels::Phase;
 
 Shape tensor_shape(const KernelShape& s, const std::string& name) {
   const int width = kernels::tensor_width(s, name);
-  if (width < 0) return {s.B, s.H, s.K, s.V};
-  if (width == 0) return {s.B, s.T, s.H};
-  return {s.B, s.T, s.H, width};
+  const int heads = kernels::tensor_heads(s, name);
+  if (width < 0) return {s.states(), heads, s.K, s.V};
+  if (width == 0) return {s.B, s.T, heads};
+  return {s.B, s.T, heads, width};
 }
 
 namespace {
@@ -78,12 +81,6 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
                         int chunk) {
   KernelJob job;
   KernelShape& s = job.shape;
-  if (file.has("cu_seqlens") || file.metadata.count("N") || file.metadata.count("HV"))
-    throw InputError(fmt::format(
-        "{}: packed sequences (cu_seqlens) and grouped value heads (HV) are not run by the "
-        "kernels yet (issue 14, docs/VARLEN.md section 5); gen writes such fixtures, the gates "
-        "cannot run them.",
-        source));
   s.op = infer_op(file, source);
   const Tensor& q = require(file, source, "q", s.op);
   const Tensor& v = require(file, source, "v", s.op);
@@ -101,6 +98,31 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
   if (s.B < 1 || s.T < 1 || s.H < 1 || s.K < 1 || s.V < 1)
     throw InputError(
         fmt::format("{}: tensor 'q' has an empty dimension: {}.", source, shape_string(q.shape())));
+  // grouped value heads: v's heads (docs/VARLEN.md)
+  if (const int HV = static_cast<int>(v.shape()[2]); HV != s.H) {
+    if (HV < s.H || HV % s.H != 0)
+      throw InputError(fmt::format(
+          "{}: tensor 'v' has {} heads and 'q' {}: the value heads must be a multiple of the "
+          "key heads.",
+          source, HV, s.H));
+    s.HV = HV;
+  }
+  // packed sequences: the I64 tensor cu_seqlens
+  if (file.has("cu_seqlens")) {
+    const Tensor& cu = file.tensors.at("cu_seqlens");
+    if (cu.dtype() != DType::I64 || cu.shape().size() != 1)
+      throw InputError(
+          fmt::format("{}: tensor 'cu_seqlens' is {} of shape {}; it must be I64 of shape [N + 1].",
+                      source, dtype_name(cu.dtype()), shape_string(cu.shape())));
+    s.cu_seqlens = cu.to_i64();
+    if (const std::string why = oracle::packing_problem(s.cu_seqlens, s.B, s.T); !why.empty())
+      throw InputError(fmt::format("{}: tensor 'cu_seqlens' ({}): {}.", source,
+                                   fmt::join(s.cu_seqlens, ","), why));
+  } else if (file.metadata.count("N")) {
+    throw InputError(fmt::format(
+        "{}: the metadata says N={} packed sequences, but there is no tensor 'cu_seqlens'.", source,
+        file.metadata.at("N")));
+  }
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.K)));
   if (auto it = file.metadata.find("scale"); it != file.metadata.end())
     s.scale = static_cast<float>(metadata_number<double>(it->second, source, "scale"));
@@ -119,9 +141,11 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
     const Shape want = tensor_shape(s, name);
     if (t.shape() != want)
       throw InputError(fmt::format(
-          "{}: tensor '{}' has shape {}, but q and v say B={} T={} H={} "
-          "K={} V={}, so it must be {}.",
-          source, name, shape_string(t.shape()), s.B, s.T, s.H, s.K, s.V, shape_string(want)));
+          "{}: tensor '{}' has shape {}, but q, v{} say B={} T={} H={}{} K={} V={}{}, so it "
+          "must be {}.",
+          source, name, shape_string(t.shape()), s.packed() ? " and cu_seqlens" : "", s.B, s.T, s.H,
+          s.grouped() ? fmt::format(" HV={}", s.HV) : "", s.K, s.V,
+          s.packed() ? fmt::format(" N={}", s.states()) : "", shape_string(want)));
     if (!is_floating(t.dtype()))
       throw InputError(fmt::format("{}: tensor '{}' is {}; an input must be F64, F32, F16 or BF16.",
                                    source, name, dtype_name(t.dtype())));
@@ -183,6 +207,8 @@ kernels::KernelShape kernel_shape(const oracle::FixtureSpec& spec) {
   shape.B = spec.B;
   shape.T = spec.T;
   shape.H = spec.H;
+  shape.HV = spec.HV;
+  shape.cu_seqlens = spec.cu_seqlens;
   shape.K = spec.K;
   shape.V = spec.V;
   shape.chunk = spec.chunk;

@@ -66,6 +66,12 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
   const auto bytes = read_file_bytes(path);
   f.file = parse_safetensors(bytes, path.string());
   f.job = job_from_file(f.file, path.string(), phase, 0);
+  if (f.job.shape.packed() || f.job.shape.grouped())
+    throw InputError(fmt::format(
+        "{}: packed sequences (cu_seqlens) and grouped value heads (HV) are not gated yet "
+        "(issue 14, docs/VARLEN.md section 5); `deltaproof run --backend cpu-chunk` (or "
+        "cpu-recurrent) runs such a fixture.",
+        path.string()));
   for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
     if (!f.file.has(name))
       throw InputError(

@@ -61,8 +61,16 @@ void round_outputs(const KernelShape& shape, Buffers& outputs) {
 
 std::size_t tensor_size(const KernelShape& s, std::string_view name) {
   const int width = tensor_width(s, name);
-  if (width < 0) return static_cast<std::size_t>(s.B) * s.H * s.K * s.V;
-  return static_cast<std::size_t>(s.B) * s.T * s.H * (width == 0 ? 1 : width);
+  if (width < 0) return static_cast<std::size_t>(s.states()) * s.value_heads() * s.K * s.V;
+  return static_cast<std::size_t>(s.B) * s.T * tensor_heads(s, name) * (width == 0 ? 1 : width);
+}
+
+bool on_key_heads(std::string_view name) {
+  return name == "q" || name == "k" || name == "dq" || name == "dk";
+}
+
+int tensor_heads(const KernelShape& s, std::string_view name) {
+  return on_key_heads(name) ? s.H : s.value_heads();
 }
 
 Buffers gdn2_gradient_buffers(const KernelShape& shape, Buffers& outputs) {
@@ -71,7 +79,10 @@ Buffers gdn2_gradient_buffers(const KernelShape& shape, Buffers& outputs) {
     for (const char* name : {"dg", "db", "dw"}) own[name] = std::move(outputs.at(name));
     return own;
   }
-  const std::size_t tk = tensor_size(shape, "q"), tv = tensor_size(shape, "v");
+  // g and b in gdn2 form: [B, T, HV, K]; w: [B, T, HV, V]
+  const std::size_t tk =
+      static_cast<std::size_t>(shape.B) * shape.T * shape.value_heads() * shape.K;
+  const std::size_t tv = tensor_size(shape, "v");
   return {{"dg", std::vector<float>(tk, std::nanf(""))},
           {"db", std::vector<float>(tk, std::nanf(""))},
           {"dw", std::vector<float>(tv, std::nanf(""))}};

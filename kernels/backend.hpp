@@ -21,6 +21,20 @@ using Buffers = std::map<std::string, std::vector<float>>;
 struct KernelShape {
   Op op = Op::gdn2;
   int B = 1, T = 1, H = 1, K = 1, V = 1;
+  // Grouped value heads (0: as many as H) and packed sequences (empty: dense;
+  // else B = 1 and sequence n is tokens [cu_seqlens[n], cu_seqlens[n + 1])
+  // with state n): docs/VARLEN.md. q, k, dq, dk carry H heads, every other
+  // token tensor HV; the states are [states(), HV, K, V].
+  int HV = 0;
+  std::vector<std::int64_t> cu_seqlens;
+  int value_heads() const { return HV > 0 ? HV : H; }
+  bool packed() const { return !cu_seqlens.empty(); }
+  bool grouped() const { return value_heads() != H; }
+  int states() const { return packed() ? static_cast<int>(cu_seqlens.size()) - 1 : B; }
+  // every sequence, state-major then value head (core/op.hpp)
+  std::vector<SequenceRef> sequences() const {
+    return problem_sequences(B, T, H, value_heads(), cu_seqlens);
+  }
   int chunk = 64;  // used by chunked backends
   float scale = 1.0f;
   // The inputs q k v g b w (beta) hold bf16 values (a bf16 fixture): a backend
@@ -57,6 +71,10 @@ std::vector<std::string> kernel_input_names(Op op);
 std::vector<std::string> kernel_output_names(Op op, Phase phase);
 // The number of elements of a named tensor for a shape.
 std::size_t tensor_size(const KernelShape& shape, std::string_view name);
+// q, k and their gradients run over the H key heads; every other tensor over
+// the value heads (HV).
+bool on_key_heads(std::string_view name);
+int tensor_heads(const KernelShape& shape, std::string_view name);
 // Per-token channels of a token tensor (0 = one value per token and head);
 // -1 for a state tensor (h0, ht, dht, dh0).
 int tensor_width(const KernelShape& shape, std::string_view name);

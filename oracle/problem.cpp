@@ -73,15 +73,7 @@ std::vector<double> draw_tensor(const FixtureSpec& spec, const TensorLayout& lay
 }  // namespace
 
 std::vector<SequenceRef> sequences(const FixtureSpec& spec) {
-  std::vector<SequenceRef> out;
-  const int G = spec.group();
-  for (int n = 0; n < spec.states(); ++n)
-    for (int hv = 0; hv < spec.value_heads(); ++hv) {
-      const int begin = spec.packed() ? static_cast<int>(spec.cu_seqlens[n]) : 0;
-      const int end = spec.packed() ? static_cast<int>(spec.cu_seqlens[n + 1]) : spec.T;
-      out.push_back({spec.packed() ? 0 : n, begin, end, hv / G, hv, n});
-    }
-  return out;
+  return problem_sequences(spec.B, spec.T, spec.H, spec.value_heads(), spec.cu_seqlens);
 }
 
 FixtureSpec alone_spec(const FixtureSpec& spec, int n) {

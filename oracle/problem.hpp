@@ -72,17 +72,7 @@ inline std::size_t state_offset(const FixtureSpec& s, int b, int h, int i, int j
   return deltaproof::state_offset(s.H, s.K, s.V, b, h, i, j);
 }
 
-// One sequence of a problem: the tokens [begin, end) of a batch row, the head
-// its keys and queries come from and the head everything else comes from,
-// and the index of its states (h0, ht, dht, dh0). In a dense problem that is
-// batch b, all T tokens, head h for both, state b; docs/VARLEN.md says how
-// packed sequences and grouped value heads fill it in.
-struct SequenceRef {
-  int batch = 0, begin = 0, end = 0;
-  int key_head = 0, value_head = 0;
-  int state = 0;
-  int length() const { return end - begin; }
-};
+using deltaproof::SequenceRef;
 
 // Every sequence of the problem, in the order the oracle runs and stores
 // them: batch-major, then head.

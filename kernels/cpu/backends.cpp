@@ -12,91 +12,126 @@
 namespace deltaproof::kernels::cpu {
 
 MatF gather_tokens(const KernelShape& s, const std::vector<float>& buffer, int width, int columns,
-                   int b, int h, int rows) {
+                   const SequenceRef& r, bool key_side, int rows) {
   MatF out(rows, columns);
+  const int heads = key_side ? s.H : s.value_heads();
+  const int head = key_side ? r.key_head : r.value_head;
   for (int t = 0; t < rows; ++t)
     for (int i = 0; i < columns; ++i) {
-      // t >= T only under the partial-chunk fault: read on past the sequence
-      const std::size_t at = token_offset(s.T, s.H, width, b, t, h, width == 0 ? 0 : i);
+      // t >= length only under the partial-chunk fault: read on past the sequence
+      // (into the next packed sequence, or the next row)
+      const std::size_t at =
+          token_offset(s.T, heads, width, r.batch, r.begin + t, head, width == 0 ? 0 : i);
       out(t, i) = buffer[at % buffer.size()];
     }
   return out;
 }
 
-MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, int b, int h) {
+MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, const SequenceRef& r) {
   MatF out(s.K, s.V);
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j) out(i, j) = buffer[state_offset(s.H, s.K, s.V, b, h, i, j)];
+    for (int j = 0; j < s.V; ++j)
+      out(i, j) = buffer[state_offset(s.value_heads(), s.K, s.V, r.state, r.value_head, i, j)];
   return out;
 }
 
 HeadSequence gather_head(const KernelShape& s, const Buffers& in, const Gdn2Gates<float>& gates,
-                         int b, int h, int rows) {
+                         const SequenceRef& r, int rows) {
   HeadSequence x;
-  x.Q = gather_tokens(s, in.at("q"), s.K, s.K, b, h, rows);
-  x.K = gather_tokens(s, in.at("k"), s.K, s.K, b,
-                      DELTAPROOF_FAULT(head_count_hardcoded_2) ? h % 2 : h, rows);
-  x.V = gather_tokens(s, in.at("v"), DELTAPROOF_FAULT(v_read_with_k_stride) ? s.K : s.V, s.V, b, h,
-                      rows);
-  x.g = gather_tokens(s, gates.g, s.K, s.K, DELTAPROOF_FAULT(gate_batch_offset_dropped) ? 0 : b, h,
-                      rows);
-  x.B = gather_tokens(s, gates.b, s.K, s.K, b, h, rows);
-  x.W = gather_tokens(s, gates.w, s.V, s.V, b, h, rows);
-  x.h0 = gather_state(s, in.at("h0"), b, h);
+  x.Q = gather_tokens(s, in.at("q"), s.K, s.K, r, true, rows);
+  SequenceRef key = r;
+  if (DELTAPROOF_FAULT(head_count_hardcoded_2)) key.key_head %= 2;
+  x.K = gather_tokens(s, in.at("k"), s.K, s.K, key, true, rows);
+  x.V = gather_tokens(s, in.at("v"), DELTAPROOF_FAULT(v_read_with_k_stride) ? s.K : s.V, s.V, r,
+                      false, rows);
+  SequenceRef gate = r;
+  if (DELTAPROOF_FAULT(gate_batch_offset_dropped)) gate.batch = 0;
+  x.g = gather_tokens(s, gates.g, s.K, s.K, gate, false, rows);
+  x.B = gather_tokens(s, gates.b, s.K, s.K, r, false, rows);
+  x.W = gather_tokens(s, gates.w, s.V, s.V, r, false, rows);
+  x.h0 = gather_state(s, in.at("h0"), r);
   return x;
 }
 
-HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows) {
-  return gather_head(s, in, gdn2_gates(s.op, s.K, s.V, in), b, h, rows);
+HeadSequence gather_head(const KernelShape& s, const Buffers& in, const SequenceRef& r, int rows) {
+  return gather_head(s, in, gdn2_gates(s.op, s.K, s.V, in), r, rows);
 }
 
-void scatter_tokens(const KernelShape& s, const MatF& m, int width, int b, int h,
-                    std::vector<float>& out) {
-  for (int t = 0; t < s.T; ++t)
-    for (int i = 0; i < width; ++i) out[token_offset(s.T, s.H, width, b, t, h, i)] = m(t, i);
+void scatter_tokens(const KernelShape& s, const MatF& m, int width, const SequenceRef& r,
+                    bool key_side, std::vector<float>& out, bool add) {
+  const int heads = key_side ? s.H : s.value_heads();
+  const int head = key_side ? r.key_head : r.value_head;
+  for (int t = 0; t < r.length(); ++t)
+    for (int i = 0; i < width; ++i) {
+      float& x = out[token_offset(s.T, heads, width, r.batch, r.begin + t, head, i)];
+      x = add ? x + m(t, i) : m(t, i);
+    }
 }
 
-void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vector<float>& out) {
+void scatter_state(const KernelShape& s, const MatF& m, const SequenceRef& r,
+                   std::vector<float>& out) {
   for (int i = 0; i < s.K; ++i)
-    for (int j = 0; j < s.V; ++j) out[state_offset(s.H, s.K, s.V, b, h, i, j)] = m(i, j);
+    for (int j = 0; j < s.V; ++j)
+      out[state_offset(s.value_heads(), s.K, s.V, r.state, r.value_head, i, j)] = m(i, j);
 }
 
 namespace {
 
-// Writes one head's results; gradients only when they were computed (g's, b's
-// and w's into the gdn2-form buffers `grads`).
-void scatter_head(const KernelShape& s, int b, int h, const HeadResult& r, bool backward,
+// Writes one sequence's results; gradients only when they were computed (g's,
+// b's and w's into the gdn2-form buffers `grads`). dq and dk of a grouped
+// key head are left to add_key_gradients.
+void scatter_head(const KernelShape& s, const SequenceRef& r, const HeadResult& h, bool backward,
                   Buffers& out, Buffers& grads) {
-  scatter_tokens(s, r.O, s.V, b, h, out.at("o"));
-  scatter_state(s, r.ht, b, h, out.at("ht"));
+  scatter_tokens(s, h.O, s.V, r, false, out.at("o"));
+  scatter_state(s, h.ht, r, out.at("ht"));
   if (!backward) return;
-  const ChunkGradients& d = r.grad;
-  scatter_tokens(s, d.dQ, s.K, b, h, out.at("dq"));
-  scatter_tokens(s, d.dK, s.K, b, h, out.at("dk"));
-  scatter_tokens(s, d.dV, s.V, b, h, out.at("dv"));
-  scatter_tokens(s, d.dG, s.K, b, h, grads.at("dg"));
-  scatter_tokens(s, d.dB, s.K, b, h, grads.at("db"));
-  scatter_tokens(s, d.dW, s.V, b, h, grads.at("dw"));
-  if (r.dh0.size() != 0) scatter_state(s, r.dh0, b, h, out.at("dh0"));
+  const ChunkGradients& d = h.grad;
+  if (!s.grouped()) {
+    scatter_tokens(s, d.dQ, s.K, r, true, out.at("dq"));
+    scatter_tokens(s, d.dK, s.K, r, true, out.at("dk"));
+  }
+  scatter_tokens(s, d.dV, s.V, r, false, out.at("dv"));
+  scatter_tokens(s, d.dG, s.K, r, false, grads.at("dg"));
+  scatter_tokens(s, d.dB, s.K, r, false, grads.at("db"));
+  scatter_tokens(s, d.dW, s.V, r, false, grads.at("dw"));
+  if (h.dh0.size() != 0) scatter_state(s, h.dh0, r, out.at("dh0"));
 }
 
-// Runs `run_one(b, h, x, head_record) -> HeadResult` over every (batch, head)
-// in parallel: x is the head gathered in gdn2 form, `rows` tokens long, and its
-// result is scattered back; the gradients of g, b and w are folded into the
-// op's own once every head has written (kernels/backend.hpp); the records
-// merge in head order.
+// Runs `run_one(r, index, x, record) -> HeadResult` over every sequence r
+// (index: its place in s.sequences()) in parallel: x is the sequence gathered
+// in gdn2 form, `extra_rows` more than its length (the partial-chunk fault's
+// read past its end), and its result is scattered back. With grouped value
+// heads a key head's dq and dk are the sum over its group's sequences, added
+// in ascending value head after every sequence has run. The gradients of g, b
+// and w are folded into the op's own once every sequence has written
+// (kernels/backend.hpp); the records merge in sequence order.
 template <class RunHead>
-void for_each_head(const KernelShape& s, const Buffers& in, int rows, bool backward, Buffers& out,
-                   ExecutionRecord& record, RunHead run_one) {
+void for_each_head(const KernelShape& s, const Buffers& in, bool backward, Buffers& out,
+                   ExecutionRecord& record, RunHead run_one, int chunk_rows = 0) {
   const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
   Buffers grads = backward ? gdn2_gradient_buffers(s, out) : Buffers();
-  const int heads = s.B * s.H;
-  std::vector<ExecutionRecord> records(heads);
-  parallel_for(heads, 0, [&](int index) {
-    const int b = index / s.H, h = index % s.H;
-    const HeadSequence x = gather_head(s, in, gates, b, h, rows);
-    scatter_head(s, b, h, run_one(b, h, x, records[index]), backward, out, grads);
+  const std::vector<SequenceRef> refs = s.sequences();
+  const int count = static_cast<int>(refs.size());
+  std::vector<ExecutionRecord> records(refs.size());
+  std::vector<std::pair<MatF, MatF>> key_gradients(backward && s.grouped() ? refs.size() : 0);
+  parallel_for(count, 0, [&](int index) {
+    const SequenceRef& r = refs[static_cast<std::size_t>(index)];
+    // the partial-chunk fault reads a whole last chunk
+    const int rows =
+        chunk_rows > 0 ? (r.length() + chunk_rows - 1) / chunk_rows * chunk_rows : r.length();
+    const HeadSequence x = gather_head(s, in, gates, r, rows);
+    HeadResult result = run_one(r, index, x, records[static_cast<std::size_t>(index)]);
+    scatter_head(s, r, result, backward, out, grads);
+    if (!key_gradients.empty())
+      key_gradients[static_cast<std::size_t>(index)] = {std::move(result.grad.dQ),
+                                                        std::move(result.grad.dK)};
   });
+  const int group = s.value_heads() / s.H;
+  for (std::size_t n = 0; n < key_gradients.size(); ++n) {
+    const bool first = refs[n].value_head % group == 0;
+    scatter_tokens(s, key_gradients[n].first, s.K, refs[n], true, out.at("dq"), !first);
+    scatter_tokens(s, key_gradients[n].second, s.K, refs[n], true, out.at("dk"), !first);
+  }
   if (backward) fold_gdn2_gradients(s, std::move(grads), out);
   for (const auto& r : records)
     for (const auto& [stage, times] : r.stages) record.note(stage, times);
@@ -111,16 +146,17 @@ class ChunkBackend final : public Backend {
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
     const bool backward = phase == Phase::bwd;
-    const int chunks = (s.T + s.chunk - 1) / s.chunk;
-    const int rows = DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? chunks * s.chunk : s.T;
-    auto run_one = [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
-      const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, b, h, rows) : MatF();
-      const MatF dht = backward ? gather_state(s, in.at("dht"), b, h) : MatF();
-      // one stochastic stream per head, whichever thread runs it
-      Rounder round(s.contract, static_cast<std::uint64_t>(b) * s.H + h);
+    auto run_one = [&](const SequenceRef& r, int index, const HeadSequence& x,
+                       ExecutionRecord& head_record) {
+      const int rows = static_cast<int>(x.Q.rows());
+      const MatF dO = backward ? gather_tokens(s, in.at("do"), s.V, s.V, r, false, rows) : MatF();
+      const MatF dht = backward ? gather_state(s, in.at("dht"), r) : MatF();
+      // one stochastic stream per sequence, whichever thread runs it
+      Rounder round(s.contract, static_cast<std::uint64_t>(index));
       return run_head(x, s.chunk, s.scale, backward, dO, dht, head_record, round);
     };
-    for_each_head(s, in, rows, backward, out, record, run_one);
+    for_each_head(s, in, backward, out, record, run_one,
+                  DELTAPROOF_FAULT(partial_chunk_reads_past_t) ? s.chunk : 0);
     round_outputs(s, out);  // as written, in the class's storage type
   }
 };
@@ -135,7 +171,8 @@ class RecurrentBackend final : public Backend {
            ExecutionRecord& record) const override {
     require_f32_contract(s, name());
     const bool backward = phase == Phase::bwd;
-    auto run_one = [&](int b, int h, const HeadSequence& x, ExecutionRecord& head_record) {
+    auto run_one = [&](const SequenceRef& ref, int, const HeadSequence& x,
+                       ExecutionRecord& head_record) {
       Sequence<float> seq{x.Q, x.K, x.g, x.B, x.V, x.W, x.h0};
       if (DELTAPROOF_FAULT(h0_ignored)) seq.h0.setZero();
       const auto trajectory = deltaproof::forward(seq, s.scale, backward);
@@ -144,9 +181,9 @@ class RecurrentBackend final : public Backend {
       r.O = trajectory.o;
       r.ht = trajectory.ht;
       if (backward) {
-        const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, b, h, s.T);
+        const MatF dO = gather_tokens(s, in.at("do"), s.V, s.V, ref, false, ref.length());
         const MatF dht = DELTAPROOF_FAULT(dht_ignored) ? MatF::Zero(s.K, s.V)
-                                                       : gather_state(s, in.at("dht"), b, h);
+                                                       : gather_state(s, in.at("dht"), ref);
         auto grad = deltaproof::reverse(seq, trajectory, dO, dht, s.scale);
         head_record.note("recurrent.bwd");
         if (DELTAPROOF_FAULT(dg_sign_flipped)) grad.dg = -grad.dg;
@@ -157,7 +194,7 @@ class RecurrentBackend final : public Backend {
       }
       return r;
     };
-    for_each_head(s, in, s.T, backward, out, record, run_one);
+    for_each_head(s, in, backward, out, record, run_one);
   }
 };
 

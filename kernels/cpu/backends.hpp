@@ -12,22 +12,26 @@ namespace deltaproof::kernels::cpu {
 const Backend& chunk_backend();
 const Backend& recurrent_backend();
 
-// One (batch, head) of FLA-layout buffers in gdn2 form (kda's beta broadcast
-// into B and W, gdn's g over K), `rows` tokens long. Rows past T are read from
-// where a kernel that ignored T would read them (the flat buffer past the
-// sequence, wrapping at its end) — only the partial-chunk fault asks for that.
-// The gdn2-form gates are made once per run (core/gdn2_form.hpp: gdn2_gates);
-// the five-argument form makes them itself.
+// One sequence of FLA-layout buffers in gdn2 form (kda's beta broadcast into
+// B and W, gdn's g over K), `rows` tokens long: q and k from its key head,
+// the rest from its value head (core/op.hpp: SequenceRef). Rows past its
+// length are read from where a kernel that ignored the length would read them
+// (the flat buffer past the sequence, the next packed sequence's tokens,
+// wrapping at its end) — only the partial-chunk fault asks for that. The
+// gdn2-form gates are made once per run (core/gdn2_form.hpp: gdn2_gates); the
+// four-argument form makes them itself.
 HeadSequence gather_head(const KernelShape& s, const Buffers& in, const Gdn2Gates<float>& gates,
-                         int b, int h, int rows);
-HeadSequence gather_head(const KernelShape& s, const Buffers& in, int b, int h, int rows);
+                         const SequenceRef& r, int rows);
+HeadSequence gather_head(const KernelShape& s, const Buffers& in, const SequenceRef& r, int rows);
 MatF gather_tokens(const KernelShape& s, const std::vector<float>& buffer, int width, int columns,
-                   int b, int h, int rows);
-MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, int b, int h);
+                   const SequenceRef& r, bool key_side, int rows);
+MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, const SequenceRef& r);
 
-// Writes one head's T rows back into a tensor of `width` channels.
-void scatter_tokens(const KernelShape& s, const MatF& m, int width, int b, int h,
-                    std::vector<float>& out);
-void scatter_state(const KernelShape& s, const MatF& m, int b, int h, std::vector<float>& out);
+// Writes a sequence's rows back into a tensor of `width` channels (adds them
+// with `add`: a grouped key head's dq and dk).
+void scatter_tokens(const KernelShape& s, const MatF& m, int width, const SequenceRef& r,
+                    bool key_side, std::vector<float>& out, bool add = false);
+void scatter_state(const KernelShape& s, const MatF& m, const SequenceRef& r,
+                   std::vector<float>& out);
 
 }  // namespace deltaproof::kernels::cpu

@@ -175,6 +175,11 @@ class CudaBackend final : public Backend {
   // backend's words; cuda-recurrent's K and V are cuda-chunk's (static_assert
   // above).
   void require_arithmetic(const KernelShape& s) const {
+    if (s.packed() || s.grouped())
+      throw InputError(fmt::format(
+          "backend {} does not take packed sequences (cu_seqlens) or grouped value heads (HV) "
+          "yet (issue 14, docs/VARLEN.md section 5); cpu-chunk and cpu-recurrent do.",
+          name_));
     switch (arithmetic_) {
       case Arithmetic::f32:
         require_f32_contract(s, name_);

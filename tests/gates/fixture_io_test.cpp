@@ -21,6 +21,7 @@
 
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
+#include "oracle/fixture.hpp"
 
 namespace deltaproof::gates {
 namespace {
@@ -476,6 +477,57 @@ TEST(FixtureIoCommitted, ABf16FixtureMarksTheJobAndRefusesANonBf16Value) {
     EXPECT_NE(what.find("tensor 'w'"), std::string::npos) << what;
     EXPECT_NE(what.find("bf16 cannot represent"), std::string::npos) << what;
   }
+}
+
+}  // namespace
+}  // namespace deltaproof::gates
+
+namespace deltaproof::gates {
+namespace {
+
+TEST(FixtureIoPacked, APackedGroupedFixtureReadsItsPackingAndRefusesABadOne) {
+  oracle::FixtureSpec spec;
+  spec.op = Op::kda;
+  spec.B = 1, spec.T = 20, spec.H = 2, spec.HV = 4, spec.K = 4, spec.V = 3, spec.chunk = 16;
+  spec.cu_seqlens = {0, 1, 7, 20};
+  oracle::GenerateOptions options;
+  options.threads = 2;
+  const SafetensorsFile good = oracle::generate_fixture(spec, options).file;
+  const KernelJob job = job_from_file(good, "p.safetensors", Phase::bwd, 0);
+  EXPECT_EQ(job.shape.H, 2);
+  EXPECT_EQ(job.shape.value_heads(), 4);
+  EXPECT_EQ(job.shape.cu_seqlens, spec.cu_seqlens);
+  EXPECT_EQ(job.inputs.at("h0").size(), 3u * 4 * 4 * 3);  // [N, HV, K, V]
+  auto refusal = [](const SafetensorsFile& f) -> std::string {
+    try {
+      job_from_file(f, "p.safetensors", Phase::bwd, 0);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  SafetensorsFile f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_f64(DType::F64, {4}, std::vector<double>{0, 1, 7, 20});
+  EXPECT_NE(refusal(f).find("tensor 'cu_seqlens' is F64 of shape [4]; it must be I64"),
+            std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["cu_seqlens"] = Tensor::from_i64({4}, std::vector<std::int64_t>{0, 7, 1, 20});
+  EXPECT_NE(refusal(f).find("(0,7,1,20): it must increase strictly"), std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors.erase("cu_seqlens");
+  EXPECT_NE(refusal(f).find("the metadata says N=3 packed sequences, but there is no tensor"),
+            std::string::npos)
+      << refusal(f);
+  f = good;
+  f.tensors["v"] = Tensor::zeros(DType::F64, {1, 20, 3, 3});
+  EXPECT_NE(refusal(f).find("tensor 'v' has 3 heads and 'q' 2"), std::string::npos) << refusal(f);
+  f = good;
+  f.tensors["h0"] = Tensor::zeros(DType::F64, {1, 4, 4, 3});
+  EXPECT_NE(refusal(f).find("say B=1 T=20 H=2 HV=4 K=4 V=3 N=3, so it must be [3, 4, 4, 3]"),
+            std::string::npos)
+      << refusal(f);
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ TEST(Stages, ChunkEndStatesMatchTheOracle) {
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
   const auto reference = deltaproof::forward(x, s.scale(), true);
-  const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
+  const auto head =
+      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   MatF state = head.h0;
   for (int c = 0; c < s.num_chunks(); ++c) {
     kernels::cpu::ChunkInputs in;
@@ -84,7 +85,8 @@ TEST(Stages, Bk2StateGradientsMatchTheOracleAtEveryBoundary) {
   const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
 
-  const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
+  const auto head =
+      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   const MatF dO = dout.cast<float>();
   kernels::ExecutionRecord record;
   // run the glue by hand: dS_end of the last chunk is dht, then each dS0 hands back
@@ -132,7 +134,8 @@ TEST(Stages, Bk1OnAMiddleChunkMatchesTheOracle) {
   const Mat<double> dS_end =
       deltaproof::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale()).dh0;
 
-  const auto head = kernels::cpu::gather_head(shape_of(s), buffers_of(p), 0, 0, s.T);
+  const auto head =
+      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   kernels::cpu::ChunkInputs in;
   in.Q = head.Q.middleRows(16, 16);
   in.K = head.K.middleRows(16, 16);
