@@ -1,8 +1,10 @@
 // tests/kernels/packed_test.cpp — cpu-chunk and cpu-recurrent on packed
 // sequences (cu_seqlens) and grouped value heads (HV > H), docs/VARLEN.md:
-// each output and gradient against the f64 oracle, and the packing relation —
-// the packed run equals the sequences run one by one, bit for bit (the same
-// code in the same order); a grouped key head's dq and dk are its group's sum.
+// each output and gradient against the f64 oracle; the packing relation — the
+// packed run equals the sequences run one by one, bit for bit (the same code
+// in the same order); isolation — moving one sequence's inputs leaves every
+// other sequence's outputs and gradients bitwise unchanged; a grouped key
+// head's dq and dk are its group's sum.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -103,6 +105,49 @@ TEST(PackedKernels, APackedRunIsTheSequencesRunOneByOneBitForBit) {
           }
         }
       }
+    }
+  }
+}
+
+TEST(PackedKernels, PerturbingOneSequenceLeavesEveryOtherBitwiseUnchanged) {
+  // isolation: sequence 2's inputs moved (its v, and its first token's k in
+  // every head); every output and gradient element outside sequence 2's tokens
+  // and states keeps its bits
+  for (oracle::Op op : {oracle::Op::gdn2, oracle::Op::kda, oracle::Op::gdn}) {
+    const FixtureSpec s = packed_spec(op);
+    const oracle::Problem p = oracle::draw_problem(s);
+    oracle::Problem moved = p;
+    const auto begin = s.cu_seqlens[2], end = s.cu_seqlens[3];
+    const std::size_t v_row = static_cast<std::size_t>(s.value_heads()) * s.V;
+    for (auto t = begin; t < end; ++t)
+      for (std::size_t i = 0; i < v_row; ++i)
+        moved.values["v"][static_cast<std::size_t>(t) * v_row + i] *= 1.25;
+    const std::size_t k_row = static_cast<std::size_t>(s.H) * s.K;
+    for (std::size_t i = 0; i < k_row; ++i)
+      moved.values["k"][static_cast<std::size_t>(begin) * k_row + i] *= 0.5;
+    const kernels::KernelShape shape = gates::kernel_shape(s);
+    for (const char* name : {"cpu-chunk", "cpu-recurrent"}) {
+      const kernels::Backend& backend = kernels::find_backend(name);
+      const kernels::Buffers a = run(backend, p), b = run(backend, moved);
+      std::size_t inside_moved = 0;
+      for (const auto& [term, values] : a) {
+        const bool state = kernels::tensor_width(shape, term) < 0;
+        const std::size_t per =
+            state ? static_cast<std::size_t>(s.value_heads()) * s.K * s.V
+                  : values.size() / static_cast<std::size_t>(s.T);  // per token (all heads)
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          const auto unit = static_cast<std::int64_t>(i / per);  // token, or state n
+          const bool ours = state ? unit == 2 : (unit >= begin && unit < end);
+          const bool same = values[i] == b.at(term)[i];
+          if (ours) {
+            inside_moved += !same;
+          } else {
+            EXPECT_TRUE(same) << oracle::op_name(op) << " " << name << " " << term << " element "
+                              << i << " outside the moved sequence";
+          }
+        }
+      }
+      EXPECT_GT(inside_moved, 0u) << name << ": the moved sequence did not move";
     }
   }
 }
