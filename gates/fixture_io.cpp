@@ -141,10 +141,10 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
     const Shape want = tensor_shape(s, name);
     if (t.shape() != want)
       throw InputError(fmt::format(
-          "{}: tensor '{}' has shape {}, but q, v{} say B={} T={} H={}{} K={} V={}{}, so it "
+          "{}: tensor '{}' has shape {}, but {} say B={} T={} H={}{} K={} V={}{}, so it "
           "must be {}.",
-          source, name, shape_string(t.shape()), s.packed() ? " and cu_seqlens" : "", s.B, s.T, s.H,
-          s.grouped() ? fmt::format(" HV={}", s.HV) : "", s.K, s.V,
+          source, name, shape_string(t.shape()), s.packed() ? "q, v and cu_seqlens" : "q and v",
+          s.B, s.T, s.H, s.grouped() ? fmt::format(" HV={}", s.HV) : "", s.K, s.V,
           s.packed() ? fmt::format(" N={}", s.states()) : "", shape_string(want)));
     if (!is_floating(t.dtype()))
       throw InputError(fmt::format("{}: tensor '{}' is {}; an input must be F64, F32, F16 or BF16.",
