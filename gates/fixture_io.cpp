@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/op.hpp"
+#include "oracle/fixture.hpp"
 #include "oracle/op.hpp"
 
 namespace deltaproof::gates {
@@ -107,22 +108,7 @@ KernelJob job_from_file(const SafetensorsFile& file, const std::string& source, 
           source, HV, s.H));
     s.HV = HV;
   }
-  // packed sequences: the I64 tensor cu_seqlens
-  if (file.has("cu_seqlens")) {
-    const Tensor& cu = file.tensors.at("cu_seqlens");
-    if (cu.dtype() != DType::I64 || cu.shape().size() != 1)
-      throw InputError(
-          fmt::format("{}: tensor 'cu_seqlens' is {} of shape {}; it must be I64 of shape [N + 1].",
-                      source, dtype_name(cu.dtype()), shape_string(cu.shape())));
-    s.cu_seqlens = cu.to_i64();
-    if (const std::string why = oracle::packing_problem(s.cu_seqlens, s.B, s.T); !why.empty())
-      throw InputError(fmt::format("{}: tensor 'cu_seqlens' ({}): {}.", source,
-                                   fmt::join(s.cu_seqlens, ","), why));
-  } else if (file.metadata.count("N")) {
-    throw InputError(fmt::format(
-        "{}: the metadata says N={} packed sequences, but there is no tensor 'cu_seqlens'.", source,
-        file.metadata.at("N")));
-  }
+  s.cu_seqlens = oracle::read_cu_seqlens(file, source, s.B, s.T);
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.K)));
   if (auto it = file.metadata.find("scale"); it != file.metadata.end())
     s.scale = static_cast<float>(metadata_number<double>(it->second, source, "scale"));

@@ -205,32 +205,39 @@ FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadat
   return s;
 }
 
-FixtureSpec spec_of_fixture(const SafetensorsFile& file, const std::string& source) {
-  FixtureSpec s = spec_from_metadata(file.metadata, source);
-  if (file.metadata.count("N")) {
-    const long long N = metadata_integer(file.metadata, "N", source);
-    const Tensor* cu = file.has("cu_seqlens") ? &file.tensors.at("cu_seqlens") : nullptr;
-    if (cu == nullptr)
+std::vector<std::int64_t> read_cu_seqlens(const SafetensorsFile& file, const std::string& source,
+                                          int B, int T) {
+  const auto n_entry = file.metadata.find("N");
+  if (!file.has("cu_seqlens")) {
+    if (n_entry != file.metadata.end())
       throw InputError(fmt::format(
           "{}: the metadata says N={} packed sequences, but there is no tensor 'cu_seqlens'.",
-          source, N));
-    if (cu->dtype() != DType::I64)
-      throw InputError(fmt::format("{}: tensor 'cu_seqlens' is {}; it must be I64.", source,
-                                   dtype_name(cu->dtype())));
-    s.cu_seqlens = cu->to_i64();
-    if (cu->shape() != Shape{N + 1})
+          source, n_entry->second));
+    return {};
+  }
+  const Tensor& cu = file.tensors.at("cu_seqlens");
+  if (cu.dtype() != DType::I64 || cu.shape().size() != 1)
+    throw InputError(
+        fmt::format("{}: tensor 'cu_seqlens' is {} of shape {}; it must be I64 of shape [N + 1].",
+                    source, dtype_name(cu.dtype()), shape_string(cu.shape())));
+  if (n_entry != file.metadata.end()) {
+    const long long N = metadata_integer(file.metadata, "N", source);
+    if (cu.shape() != Shape{N + 1})
       throw InputError(fmt::format(
           "{}: tensor 'cu_seqlens' has shape {}, but the metadata says N={} sequences, so it "
           "must be [{}].",
-          source, shape_string(cu->shape()), N, N + 1));
-    if (const std::string why = packing_problem(s.cu_seqlens, s.B, s.T); !why.empty())
-      throw InputError(fmt::format("{}: tensor 'cu_seqlens' ({}): {}.", source,
-                                   fmt::join(s.cu_seqlens, ","), why));
-  } else if (file.has("cu_seqlens")) {
-    throw InputError(fmt::format(
-        "{}: there is a tensor 'cu_seqlens' but no metadata 'N': say how many sequences it packs.",
-        source));
+          source, shape_string(cu.shape()), N, N + 1));
   }
+  std::vector<std::int64_t> cu_seqlens = cu.to_i64();
+  if (const std::string why = packing_problem(cu_seqlens, B, T); !why.empty())
+    throw InputError(
+        fmt::format("{}: tensor 'cu_seqlens' ({}): {}.", source, fmt::join(cu_seqlens, ","), why));
+  return cu_seqlens;
+}
+
+FixtureSpec spec_of_fixture(const SafetensorsFile& file, const std::string& source) {
+  FixtureSpec s = spec_from_metadata(file.metadata, source);
+  s.cu_seqlens = read_cu_seqlens(file, source, s.B, s.T);
   try {
     s.validate();
   } catch (const InputError& e) {

@@ -3,6 +3,7 @@
 // DESIGN.md section 4). Also the canonical fixture set and its manifest.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -54,6 +55,13 @@ std::string canonical_command(const FixtureSpec& spec, const std::string& file_n
 // `source` and the key on a missing or malformed entry.
 FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
                                const std::string& source);
+
+// A packed file's offsets: the I64 tensor cu_seqlens, [N + 1] (N from the
+// metadata where it is given), a valid packing of B = 1 and T tokens; empty
+// for a dense file. Throws InputError naming `source`, the tensor and the
+// problem; both readers (spec_of_fixture, gates' job_from_file) use it.
+std::vector<std::int64_t> read_cu_seqlens(const SafetensorsFile& file, const std::string& source,
+                                          int B, int T);
 
 // The spec of a fixture file: its metadata, and a packed fixture's
 // cu_seqlens tensor (I64, N + 1 entries, a valid packing), then validated;
