@@ -96,7 +96,7 @@ nlohmann::json TermComparison::to_json() const {
 }
 
 TermLayout::TermLayout(const kernels::KernelShape& s, const std::string& term)
-    : T(s.T), H(s.H), K(s.K), V(s.V) {
+    : T(s.T), H(kernels::tensor_heads(s, term)), K(s.K), V(s.V) {
   const int w = kernels::tensor_width(s, term);
   state = w < 0;
   width = w <= 0 ? 1 : static_cast<std::size_t>(w);
@@ -117,6 +117,43 @@ std::array<std::int64_t, 4> TermLayout::unravel(std::size_t flat) const {
   return {static_cast<std::int64_t>(flat / T), static_cast<std::int64_t>(flat % T), h, i};
 }
 
+TermGroups::TermGroups(const kernels::KernelShape& s, const std::string& term)
+    : layout_(s, term), packed_(s.packed()) {
+  heads_ = static_cast<std::size_t>(s.states()) * static_cast<std::size_t>(layout_.H);
+  if (layout_.state) return;
+  token_chunk_.resize(static_cast<std::size_t>(s.T));
+  token_sequence_.assign(static_cast<std::size_t>(s.T), 0);
+  if (!packed_) {
+    for (int t = 0; t < s.T; ++t) token_chunk_[static_cast<std::size_t>(t)] = t / s.chunk;
+    chunks_ = static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
+    return;
+  }
+  for (std::size_t n = 0; n + 1 < s.cu_seqlens.size(); ++n) {
+    first_chunk_.push_back(chunks_);
+    const auto begin = static_cast<std::size_t>(s.cu_seqlens[n]);
+    const auto end = static_cast<std::size_t>(s.cu_seqlens[n + 1]);
+    for (std::size_t t = begin; t < end; ++t) {
+      token_chunk_[t] = chunks_ + (t - begin) / static_cast<std::size_t>(s.chunk);
+      token_sequence_[t] = n;
+    }
+    const std::size_t count = (end - begin + static_cast<std::size_t>(s.chunk) - 1) / s.chunk;
+    chunks_ += count;
+    chunk_sequence_.insert(chunk_sequence_.end(), count, n);
+  }
+}
+
+std::string TermGroups::chunk_name(std::size_t group) const {
+  if (!packed_) return fmt::format("chunk {}", group);
+  const std::size_t n = chunk_sequence_.at(group);
+  return fmt::format("sequence {} chunk {}", n, group - first_chunk_[n]);
+}
+
+std::string TermGroups::head_name(std::size_t group) const {
+  const auto H = static_cast<std::size_t>(layout_.H);
+  if (!packed_) return fmt::format("head ({},{})", group / H, group % H);
+  return fmt::format("sequence {} head {}", group / H, group % H);
+}
+
 std::vector<std::int64_t> unravel(const kernels::KernelShape& s, const std::string& term,
                                   std::size_t flat) {
   const auto index = TermLayout(s, term).unravel(flat);
@@ -128,7 +165,8 @@ std::string figure_text(double x) {
 }
 
 const char* index_names(const kernels::KernelShape& shape, const std::string& term) {
-  return kernels::tensor_width(shape, term) < 0 ? "b,h,i,j" : "b,t,h,i";
+  if (kernels::tensor_width(shape, term) >= 0) return "b,t,h,i";
+  return shape.packed() ? "n,h,i,j" : "b,h,i,j";  // a packed state's first index: the sequence
 }
 
 namespace {
@@ -139,9 +177,9 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
   TermComparison c;
   c.term = term;
   c.bar = bar;
-  const TermLayout layout(s, term);
+  const TermGroups groups(s, term);
   c.index_names = index_names(s, term);
-  const int chunks = layout.state ? 0 : (s.T + s.chunk - 1) / s.chunk;
+  const std::size_t chunks = groups.chunks();
   std::vector<double> chunk_abs(chunks, 0.0);
   double sum_diff2 = 0.0, sum_ref2 = 0.0;
   RelError error;
@@ -151,8 +189,7 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
     if (std::isnan(diff)) continue;  // a is not finite: counted
     sum_diff2 += diff * diff;
     if (chunks > 0) {
-      const auto t = layout.unravel(i)[1];
-      auto& slot = chunk_abs[static_cast<std::size_t>(t / s.chunk)];
+      auto& slot = chunk_abs[groups.of(i).chunk];
       slot = std::max(slot, diff);
     }
   }
@@ -195,7 +232,9 @@ TermComparison compare_one(const kernels::KernelShape& s, const std::string& ter
       // name the chunks above the bar: one chunk points at BK1, growth across chunks at BK2
       std::string red;
       for (std::size_t ch = 0; ch < c.chunk_rel.size(); ++ch)
-        if (c.chunk_rel[ch] > bar) red += (red.empty() ? "" : ",") + std::to_string(ch);
+        if (c.chunk_rel[ch] > bar)
+          red +=
+              (red.empty() ? "" : ",") + (s.packed() ? groups.chunk_name(ch) : std::to_string(ch));
       where = fmt::format("; chunks above the bar: {} of {}", red, chunks);
     }
     c.message = fmt::format(

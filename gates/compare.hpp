@@ -115,10 +115,46 @@ struct TermLayout {
   // tensors of 33 M elements
   std::array<std::int64_t, 4> unravel(std::size_t flat) const;
 };
+// The groups a term's per-chunk and per-head statistics are taken over
+// (docs/VARLEN.md). Chunks: dense, chunk c is tokens [c chunk, (c + 1) chunk)
+// of every row and head; packed, each sequence's own chunks from its first
+// token, numbered sequence after sequence. Heads: (b, h) dense, (n, h) packed
+// (sequence n), h over the term's own heads (H for q, k, dq, dk; HV
+// otherwise). A state has heads and no chunks.
+class TermGroups {
+ public:
+  TermGroups(const kernels::KernelShape& shape, const std::string& term);
+  const TermLayout& layout() const { return layout_; }
+  std::size_t chunks() const { return chunks_; }
+  std::size_t heads() const { return heads_; }
+  struct Of {
+    std::size_t chunk = 0, head = 0;  // chunk: meaningless for a state
+  };
+  Of of(std::size_t flat) const {
+    const auto index = layout_.unravel(flat);
+    if (layout_.state)
+      return {0,
+              static_cast<std::size_t>(index[0]) * layout_.H + static_cast<std::size_t>(index[1])};
+    const auto t = static_cast<std::size_t>(index[1]);
+    const std::size_t row = packed_ ? token_sequence_[t] : static_cast<std::size_t>(index[0]);
+    return {token_chunk_[t], row * layout_.H + static_cast<std::size_t>(index[2])};
+  }
+  std::string chunk_name(std::size_t group) const;  // "chunk 3", "sequence 2 chunk 1"
+  std::string head_name(std::size_t group) const;   // "head (0,1)", "sequence 2 head 1"
+
+ private:
+  TermLayout layout_;
+  bool packed_ = false;
+  std::size_t chunks_ = 0, heads_ = 0;
+  std::vector<std::size_t> token_chunk_, token_sequence_;  // per token t
+  std::vector<std::size_t> chunk_sequence_, first_chunk_;  // packed: per chunk, per sequence
+};
+
 // The (b, t, h, i) or (b, h, i, j) of a flat index of a named tensor.
 std::vector<std::int64_t> unravel(const kernels::KernelShape& shape, const std::string& term,
                                   std::size_t flat);
-// How unravel's index of a named tensor reads: "b,h,i,j" for a state, "b,t,h,i" otherwise.
+// How unravel's index of a named tensor reads: "b,h,i,j" for a state ("n,h,i,j"
+// packed: sequence n), "b,t,h,i" otherwise.
 const char* index_names(const kernels::KernelShape& shape, const std::string& term);
 
 }  // namespace deltaproof::gates

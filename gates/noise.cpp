@@ -221,75 +221,71 @@ Excess worst_excess(const std::vector<double>& alpha, const std::vector<Band>& b
 
 }  // namespace
 
-Slopes regression_slopes(const KernelShape& s, const std::string& term,
-                         const std::vector<double>& candidate,
-                         const std::vector<double>& reference) {
-  const TermLayout layout(s, term);
-  const bool state = layout.state;
-  const std::size_t chunks = state ? 0 : static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
-  const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
-  std::vector<double> chunk_cross(chunks, 0.0), chunk_ref(chunks, 0.0);
-  std::vector<double> head_cross(heads, 0.0), head_ref(heads, 0.0);
+namespace {
+
+// One pass over a term: each group's sums for the slopes (with a candidate)
+// and the grains (with digits > 0, the output format's significant bits).
+Slopes group_sums(const KernelShape& s, const std::string& term, const double* candidate,
+                  const std::vector<double>& reference, int digits) {
+  const TermGroups groups(s, term);
+  const std::size_t chunks = groups.chunks(), heads = groups.heads();
+  std::vector<double> chunk_cross(chunks, 0.0), chunk_ref(chunks, 0.0), chunk_flip(chunks, 0.0);
+  std::vector<double> head_cross(heads, 0.0), head_ref(heads, 0.0), head_flip(heads, 0.0);
   double cross = 0.0, ref2 = 0.0, err2 = 0.0;
   for (std::size_t i = 0; i < reference.size(); ++i) {
     const double r = reference[i];
-    const double e = (candidate[i] - r) * r;
+    const TermGroups::Of at = groups.of(i);
+    double e = 0.0, moved = 0.0;
+    if (candidate != nullptr) {
+      e = (candidate[i] - r) * r;
+      err2 += (candidate[i] - r) * (candidate[i] - r);
+    }
+    if (digits > 0 && r != 0.0 && std::isfinite(r))
+      moved = std::ldexp(1.0, std::ilogb(r) - (digits - 1)) * r;  // ulp(r) r
     cross += e;
     ref2 += r * r;
-    err2 += (candidate[i] - r) * (candidate[i] - r);
-    const auto index = layout.unravel(i);  // (b, t, h, i) or (b, h, i, j)
-    const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
-                             static_cast<std::size_t>(state ? index[1] : index[2]);
-    head_cross[head] += e;
-    head_ref[head] += r * r;
-    if (!state) {
-      const auto chunk = static_cast<std::size_t>(index[1] / s.chunk);
-      chunk_cross[chunk] += e;
-      chunk_ref[chunk] += r * r;
+    head_cross[at.head] += e;
+    head_ref[at.head] += r * r;
+    head_flip[at.head] += moved * moved;
+    if (chunks > 0) {
+      chunk_cross[at.chunk] += e;
+      chunk_ref[at.chunk] += r * r;
+      chunk_flip[at.chunk] += moved * moved;
     }
   }
   auto slope = [](double c, double r2) { return r2 > 0.0 ? c / r2 : NAN; };
+  auto grain = [](double f, double r2) { return r2 > 0.0 ? std::sqrt(f) / r2 : 0.0; };
   Slopes out;
-  out.whole = slope(cross, ref2);
-  out.correlation = err2 > 0 && ref2 > 0 ? cross / std::sqrt(err2 * ref2) : 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(slope(chunk_cross[c], chunk_ref[c]));
-  for (std::size_t h = 0; h < heads; ++h) out.head.push_back(slope(head_cross[h], head_ref[h]));
+  if (candidate != nullptr) {
+    out.whole = slope(cross, ref2);
+    out.correlation = err2 > 0 && ref2 > 0 ? cross / std::sqrt(err2 * ref2) : 0.0;
+    for (std::size_t c = 0; c < chunks; ++c)
+      out.chunk.push_back(slope(chunk_cross[c], chunk_ref[c]));
+    for (std::size_t h = 0; h < heads; ++h) out.head.push_back(slope(head_cross[h], head_ref[h]));
+  }
+  if (digits > 0) {
+    for (std::size_t c = 0; c < chunks; ++c)
+      out.grains.chunk.push_back(grain(chunk_flip[c], chunk_ref[c]));
+    for (std::size_t h = 0; h < heads; ++h)
+      out.grains.head.push_back(grain(head_flip[h], head_ref[h]));
+  }
   return out;
+}
+
+int output_digits(Precision precision) { return precision == Precision::bf16 ? 8 : 24; }
+
+}  // namespace
+
+Slopes regression_slopes(const KernelShape& s, const std::string& term,
+                         const std::vector<double>& candidate, const std::vector<double>& reference,
+                         std::optional<Precision> grains_of) {
+  return group_sums(s, term, candidate.data(), reference,
+                    grains_of ? output_digits(*grains_of) : 0);
 }
 
 Grains rounding_grains(const KernelShape& s, const std::string& term,
                        const std::vector<double>& reference, Precision precision) {
-  const TermLayout layout(s, term);
-  const bool state = layout.state;
-  const std::size_t chunks = state ? 0 : static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
-  const std::size_t heads = static_cast<std::size_t>(s.B) * s.H;
-  const int digits = precision == Precision::bf16 ? 8 : 24;  // significant bits of the output
-  std::vector<double> chunk_flip(chunks, 0.0), chunk_ref(chunks, 0.0);
-  std::vector<double> head_flip(heads, 0.0), head_ref(heads, 0.0);
-  double flip = 0.0, ref2 = 0.0;
-  for (std::size_t i = 0; i < reference.size(); ++i) {
-    const double r = reference[i];
-    if (r == 0.0 || !std::isfinite(r)) continue;
-    const double moved = std::ldexp(1.0, std::ilogb(r) - (digits - 1)) * r;  // ulp(r) r
-    const auto index = layout.unravel(i);
-    const std::size_t head = static_cast<std::size_t>(index[0]) * s.H +
-                             static_cast<std::size_t>(state ? index[1] : index[2]);
-    flip += moved * moved;
-    ref2 += r * r;
-    head_flip[head] += moved * moved;
-    head_ref[head] += r * r;
-    if (!state) {
-      const auto chunk = static_cast<std::size_t>(index[1] / s.chunk);
-      chunk_flip[chunk] += moved * moved;
-      chunk_ref[chunk] += r * r;
-    }
-  }
-  auto grain = [](double f, double r2) { return r2 > 0.0 ? std::sqrt(f) / r2 : 0.0; };
-  Grains out;
-  out.whole = grain(flip, ref2);
-  for (std::size_t c = 0; c < chunks; ++c) out.chunk.push_back(grain(chunk_flip[c], chunk_ref[c]));
-  for (std::size_t h = 0; h < heads; ++h) out.head.push_back(grain(head_flip[h], head_ref[h]));
-  return out;
+  return group_sums(s, term, nullptr, reference, output_digits(precision)).grains;
 }
 
 namespace {
@@ -494,17 +490,15 @@ NoiseModel measure_uncached(const KernelShape& shape, const Buffers& inputs, Pha
     const std::vector<double>& ref = reference.at(term);
     const std::vector<double> got(outputs[run].at(term).begin(), outputs[run].at(term).end());
     const double amax = max_abs(ref);
-    const TermLayout layout(shape, term);
-    const std::size_t chunks =
-        layout.state ? 0 : static_cast<std::size_t>((shape.T + shape.chunk - 1) / shape.chunk);
+    const TermGroups groups(shape, term);
+    const std::size_t chunks = groups.chunks();
     Measured& out = measured[static_cast<std::size_t>(n)];
     out.chunk_worst_rel.assign(chunks, 0.0);
     RelError error;
     for (std::size_t i = 0; i < ref.size(); ++i) {
       const double diff = error.add(got[i], ref[i]);
       if (chunks > 0) {
-        const auto t = layout.unravel(i)[1];
-        double& slot = out.chunk_worst_rel[static_cast<std::size_t>(t / shape.chunk)];
+        double& slot = out.chunk_worst_rel[groups.of(i).chunk];
         slot = std::max(slot, amax > 0 ? diff / amax : 0.0);
       }
     }
@@ -575,13 +569,17 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
   std::vector<std::optional<Slopes>> slopes(terms.size());
   std::vector<Grains> grains(terms.size());
   parallel_for(static_cast<int>(terms.size()), 0, [&](int i) {
-    const TermComparison& t = terms[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(i);
+    const TermComparison& t = terms[k];
     if (model.terms.count(t.term) == 0) return;
     const auto& want = reference.at(t.term);
-    grains[static_cast<std::size_t>(i)] = rounding_grains(shape, t.term, want, model.precision);
     const auto got = candidate.find(t.term);
-    if (got != candidate.end() && got->second.size() == want.size())
-      slopes[static_cast<std::size_t>(i)] = regression_slopes(shape, t.term, got->second, want);
+    if (got != candidate.end() && got->second.size() == want.size()) {
+      slopes[k] = regression_slopes(shape, t.term, got->second, want, model.precision);
+      grains[k] = slopes[k]->grains;
+    } else {
+      grains[k] = rounding_grains(shape, t.term, want, model.precision);
+    }
   });
   bool forward_passed = true;
   for (std::size_t k = 0; k < terms.size(); ++k) {
@@ -648,14 +646,14 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     Band group_band = noise.alpha;
     if (chunk.ratio > n.bias_excess) {
       n.bias_excess = chunk.ratio;
-      n.bias_where = fmt::format("chunk {}", chunk.group);
+      n.bias_where = TermGroups(shape, t.term).chunk_name(chunk.group);
       group_alpha = got.chunk[chunk.group];
       group_band = noise.chunk_alpha[chunk.group];
       group_grain = grain.chunk[chunk.group];
     }
     if (head.ratio > n.bias_excess) {
       n.bias_excess = head.ratio;
-      n.bias_where = fmt::format("head ({},{})", head.group / shape.H, head.group % shape.H);
+      n.bias_where = TermGroups(shape, t.term).head_name(head.group);
       group_alpha = got.head[head.group];
       group_band = noise.head_alpha[head.group];
       group_grain = grain.head[head.group];
@@ -663,13 +661,17 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     if (n.bias_excess > 1.0 && t.status == TermStatus::pass) {
       t.status = TermStatus::fail;
       const double half = allowed_half(group_band, tol, group_grain);
+      const std::string grain_part =
+          group_grain > 0.0 ? fmt::format(", of which {:.2e} is the outputs' rounding grain",
+                                          tol.grain_z * group_grain)
+                            : "";
       t.message = fmt::format(
           "{}: biased: the error's regression slope on the reference in {} is {:+.3e}, outside "
-          "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width, of which {:.2e} is "
-          "the outputs' rounding grain; rel {:.3e} is under bar {:.3e})",
+          "the {} class's band [{:+.3e}, {:+.3e}] ({:.1f}x its half-width{}; rel {:.3e} is "
+          "under bar {:.3e})",
           t.term, n.bias_where, group_alpha, kernels::precision_name(model.precision),
-          group_band.mid() - half, group_band.mid() + half, n.bias_excess,
-          tol.grain_z * group_grain, t.rel, t.bar);
+          group_band.mid() - half, group_band.mid() + half, n.bias_excess, grain_part, t.rel,
+          t.bar);
     }
     if (t.is_forward() && t.status != TermStatus::pass) forward_passed = false;
   }

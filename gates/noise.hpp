@@ -114,28 +114,31 @@ inline constexpr const char* kNoiseCacheFormat = "deltaproof-noise-cache/1";
 nlohmann::json terms_to_json(const NoiseModel& model);
 void terms_from_json(const nlohmann::json& json, NoiseModel& model);
 
+// The rounding grain of each group of one term (per chunk, per head; the
+// groups of TermGroups): how far the outputs' own rounding can move a
+// group's alpha, sqrt(sum (ulp(r) r)^2) / sum r^2 with ulp the output
+// format's (bf16 for the bf16 class, f32 otherwise) at the reference value r.
+// Two correct kernels whose outputs round one ulp apart, in random
+// directions, differ in alpha by about this much; a group carried by one
+// element, by ulp(r) / |r|, about 2^-8 in bf16. Large groups: ~ 2^-8 /
+// sqrt(elements), far under the floor. The whole term takes none (judge_bias).
+struct Grains {
+  std::vector<double> chunk, head;
+};
+
 // The regression slopes of `candidate` on `reference` for one term: whole,
-// per chunk, per (b, h). NaN where the reference is zero.
+// per chunk, per head (TermGroups). NaN where the reference is zero. With a
+// precision, the same pass also takes the groups' rounding grains.
 struct Slopes {
   double whole = 0.0;
   std::vector<double> chunk, head;
   double correlation = 0.0;  // of the error with the reference, whole term: <e, r> / |e| |r|
+  Grains grains;             // empty unless asked for
 };
 Slopes regression_slopes(const kernels::KernelShape& shape, const std::string& term,
-                         const std::vector<double>& candidate,
-                         const std::vector<double>& reference);
-
-// The rounding grain of each group of one term (whole, per chunk, per
-// (b, h)): how far the outputs' own rounding can move a group's alpha,
-// sqrt(sum (ulp(r) r)^2) / sum r^2 with ulp the output format's (bf16 for the
-// bf16 class, f32 otherwise) at the reference value r. Two correct kernels
-// whose outputs round one ulp apart, in random directions, differ in alpha by
-// about this much; a group carried by one element, by ulp(r) / |r|, about
-// 2^-8 in bf16. Large groups: ~ 2^-8 / sqrt(elements), far under the floor.
-struct Grains {
-  double whole = 0.0;
-  std::vector<double> chunk, head;
-};
+                         const std::vector<double>& candidate, const std::vector<double>& reference,
+                         std::optional<Precision> grains_of = std::nullopt);
+// The grains alone, for a term without a candidate.
 Grains rounding_grains(const kernels::KernelShape& shape, const std::string& term,
                        const std::vector<double>& reference, Precision precision);
 
