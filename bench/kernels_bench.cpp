@@ -27,9 +27,7 @@ Case make_case(Op op) {
   s.V = 64;
   s.chunk = 64;
   const oracle::Problem p = oracle::draw_problem(s);
-  Case c{gates::kernel_shape(s), {}};
-  for (const auto& [name, values] : p.values)
-    c.inputs[name] = std::vector<float>(values.begin(), values.end());
+  Case c{gates::kernel_shape(s), gates::kernel_inputs(p)};
   return c;
 }
 

@@ -187,6 +187,13 @@ SafetensorsFile candidate_file(const KernelShape& s, Phase phase, const kernels:
   return file;
 }
 
+kernels::Buffers kernel_inputs(const oracle::Problem& problem) {
+  kernels::Buffers out;
+  for (const auto& [name, values] : problem.values)
+    out[name] = std::vector<float>(values.begin(), values.end());
+  return out;
+}
+
 kernels::KernelShape kernel_shape(const oracle::FixtureSpec& spec) {
   kernels::KernelShape shape;
   shape.op = spec.op;

@@ -11,6 +11,7 @@
 #include "core/safetensors.hpp"
 #include "kernels/backend.hpp"
 #include "oracle/op.hpp"
+#include "oracle/problem.hpp"
 
 namespace deltaproof::gates {
 
@@ -36,6 +37,9 @@ SafetensorsFile candidate_file(const kernels::KernelShape& shape, kernels::Phase
 
 // The kernel's view of a fixture spec: op, B T H K V, chunk and scale.
 kernels::KernelShape kernel_shape(const oracle::FixtureSpec& spec);
+
+// A drawn problem's tensors (inputs and cotangents) as a kernel reads them, in f32.
+kernels::Buffers kernel_inputs(const oracle::Problem& problem);
 
 // The FLA shape of a named tensor.
 Shape tensor_shape(const kernels::KernelShape& shape, const std::string& name);

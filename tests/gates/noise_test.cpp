@@ -105,8 +105,7 @@ Case make_case(Op op, DType dtype, int T, int K) {
   const oracle::Problem problem = oracle::draw_problem(spec);
   Case c;
   c.shape = kernel_shape(spec);
-  for (const auto& [name, values] : problem.values)
-    c.inputs[name] = std::vector<float>(values.begin(), values.end());
+  c.inputs = kernel_inputs(problem);
   c.reference = oracle::evaluate<double>(problem, true, 0).tensors;
   return c;
 }

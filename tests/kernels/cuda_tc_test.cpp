@@ -54,9 +54,7 @@ TEST_P(CudaTc, GreenAtTheBf16ClassEveryElementWrittenTheSameBitsTwice) {
   spec.seed = 7;
   const oracle::Problem problem = oracle::draw_problem(spec);
   const kernels::KernelShape shape = gates::kernel_shape(spec);
-  Buffers inputs;
-  for (const auto& [name, values] : problem.values)
-    inputs[name] = std::vector<float>(values.begin(), values.end());
+  const Buffers inputs = gates::kernel_inputs(problem);
   const auto reference = oracle::evaluate<double>(problem, true, 0).tensors;
 
   const kernels::Backend& tc = kernels::find_backend("cuda-tc");

@@ -20,18 +20,11 @@ namespace {
 
 using oracle::FixtureSpec;
 
-kernels::Buffers buffers_of(const oracle::Problem& p) {
-  kernels::Buffers out;
-  for (const auto& [name, values] : p.values)
-    out[name] = std::vector<float>(values.begin(), values.end());
-  return out;
-}
-
 kernels::Buffers run(const kernels::Backend& backend, const oracle::Problem& p) {
   const kernels::KernelShape shape = gates::kernel_shape(p.spec);
   kernels::Buffers out = kernels::allocate_outputs(shape, kernels::Phase::bwd, std::nanf(""));
   kernels::ExecutionRecord record;
-  backend.run(shape, buffers_of(p), kernels::Phase::bwd, out, record);
+  backend.run(shape, gates::kernel_inputs(p), kernels::Phase::bwd, out, record);
   return out;
 }
 

@@ -21,13 +21,6 @@ using oracle::Mat;
 
 kernels::KernelShape shape_of(const FixtureSpec& s) { return gates::kernel_shape(s); }
 
-kernels::Buffers buffers_of(const oracle::Problem& p) {
-  kernels::Buffers out;
-  for (const auto& [name, values] : p.values)
-    out[name] = std::vector<float>(values.begin(), values.end());
-  return out;
-}
-
 double rel(const MatF& a, const Mat<double>& b) {
   RelError error;
   for (Eigen::Index r = 0; r < b.rows(); ++r)
@@ -56,8 +49,8 @@ TEST(Stages, ChunkEndStatesMatchTheOracle) {
   const oracle::Problem p = oracle::draw_problem(s);
   const auto x = oracle::head_sequence<double>(p, 0, 0);
   const auto reference = deltaproof::forward(x, s.scale(), true);
-  const auto head =
-      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
+  const auto head = kernels::cpu::gather_head(shape_of(s), gates::kernel_inputs(p),
+                                              SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   MatF state = head.h0;
   for (int c = 0; c < s.num_chunks(); ++c) {
     kernels::cpu::ChunkInputs in;
@@ -85,8 +78,8 @@ TEST(Stages, Bk2StateGradientsMatchTheOracleAtEveryBoundary) {
   const auto dout = oracle::head_tokens<double>(s, p.at("do"), s.V, 0, 0);
   const auto dht = oracle::head_state<double>(s, p.at("dht"), 0, 0);
 
-  const auto head =
-      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
+  const auto head = kernels::cpu::gather_head(shape_of(s), gates::kernel_inputs(p),
+                                              SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   const MatF dO = dout.cast<float>();
   kernels::ExecutionRecord record;
   // run the glue by hand: dS_end of the last chunk is dht, then each dS0 hands back
@@ -134,8 +127,8 @@ TEST(Stages, Bk1OnAMiddleChunkMatchesTheOracle) {
   const Mat<double> dS_end =
       deltaproof::reverse(suffix, suffix_fwd, suffix_dout, dht, s.scale()).dh0;
 
-  const auto head =
-      kernels::cpu::gather_head(shape_of(s), buffers_of(p), SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
+  const auto head = kernels::cpu::gather_head(shape_of(s), gates::kernel_inputs(p),
+                                              SequenceRef{0, 0, s.T, 0, 0, 0}, s.T);
   kernels::cpu::ChunkInputs in;
   in.Q = head.Q.middleRows(16, 16);
   in.K = head.K.middleRows(16, 16);
@@ -171,7 +164,7 @@ TEST_P(Shapes, ChunkAndRecurrentAgreeWithTheOracleAndEachOther) {
   const oracle::Problem p = oracle::draw_problem(s);
   const auto reference = oracle::evaluate<double>(p, true, 0);
   const auto shape = shape_of(s);
-  const auto inputs = buffers_of(p);
+  const auto inputs = gates::kernel_inputs(p);
   kernels::Buffers chunked = kernels::allocate_outputs(shape, kernels::Phase::bwd, NAN);
   kernels::Buffers recurrent = kernels::allocate_outputs(shape, kernels::Phase::bwd, NAN);
   kernels::ExecutionRecord r1, r2;
