@@ -184,18 +184,21 @@ void say_not_written(const std::string& file, const SelfCheckReport& report) {
 }
 
 nlohmann::json spec_json(const FixtureSpec& s) {
-  return {{"op", op_name(s.op)},
-          {"B", s.B},
-          {"T", s.T},
-          {"H", s.H},
-          {"K", s.K},
-          {"V", s.V},
-          {"chunk", s.chunk},
-          {"regime", regime_name(s.regime)},
-          {"dtype", s.dtype == DType::BF16 ? "bf16" : "f32"},
-          {"seed", s.seed},
-          {"h0", s.h0_is_zero() ? "zero" : "drawn"},
-          {"scale", s.scale()}};
+  nlohmann::json j = {{"op", op_name(s.op)},
+                      {"B", s.B},
+                      {"T", s.T},
+                      {"H", s.H},
+                      {"K", s.K},
+                      {"V", s.V},
+                      {"chunk", s.chunk},
+                      {"regime", regime_name(s.regime)},
+                      {"dtype", s.dtype == DType::BF16 ? "bf16" : "f32"},
+                      {"seed", s.seed},
+                      {"h0", s.h0_is_zero() ? "zero" : "drawn"},
+                      {"scale", s.scale()}};
+  if (s.group() > 1) j["HV"] = s.HV;
+  if (s.packed()) j["cu_seqlens"] = s.cu_seqlens;
+  return j;
 }
 
 struct Generated {

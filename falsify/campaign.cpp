@@ -107,6 +107,11 @@ GateOutcome gate_outcome(const gates::GateResult& g) {
   const json spec =
       g.fixture.is_object() ? g.fixture.value("spec", json::object()) : json::object();
   o.fixture.zero_h0 = spec.value("h0", "") == "zero" || spec.value("regime", "") == "edge";
+  o.fixture.HV = spec_int(g.fixture, "HV");
+  if (spec.contains("cu_seqlens") && spec["cu_seqlens"].is_array()) {
+    const auto cu = spec["cu_seqlens"].get<std::vector<std::int64_t>>();
+    for (std::size_t n = 1; n < cu.size(); ++n) o.fixture.lengths.push_back(cu[n] - cu[n - 1]);
+  }
   o.red = g.verdict == gates::Verdict::fail;
   o.skipped = g.verdict == gates::Verdict::skipped;
   if (!g.reasons.empty()) o.reason = g.reasons.front();

@@ -108,7 +108,7 @@ const std::vector<std::string>& fixture_classes() {
       "whole-chunks", "two-whole-chunks", "two-rows",    "square-state",
       "nonzero-h0",   "state-in",         "rect-state",  "short",
       "one-row-tail", "long-tail",        "chunk-32",    "multi-batch",
-      "many-heads"};
+      "many-heads",   "packed",           "dense",       "grouped"};
   return classes;
 }
 
@@ -119,7 +119,15 @@ bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& f) 
     const std::size_t plus = std::min(fixtures.find('+', from), fixtures.size());
     const std::string c = fixtures.substr(from, plus - from);
     from = plus + 1;
-    const bool multi = f.T > f.chunk;
+    // a class of lengths: for some sequence (a dense fixture's rows are all T long)
+    const std::vector<std::int64_t> lengths =
+        f.lengths.empty() ? std::vector<std::int64_t>{f.T} : f.lengths;
+    auto some = [&](auto holds_for) {
+      return std::any_of(lengths.begin(), lengths.end(), holds_for);
+    };
+    const std::int64_t C = f.chunk;
+    const bool multi = some([&](std::int64_t L) { return L > C; });
+    const bool partial = C > 0 && some([&](std::int64_t L) { return L % C != 0; });
     bool holds = true;
     if (c == "any")
       holds = true;
@@ -128,13 +136,13 @@ bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& f) 
     else if (c == "multi-chunk")
       holds = multi;
     else if (c == "partial-chunk")
-      holds = f.chunk > 0 && f.T % f.chunk != 0;
+      holds = partial;
     else if (c == "whole-chunks")
-      holds = f.chunk > 0 && f.T % f.chunk == 0;
+      holds = C > 0 && !partial;
     else if (c == "two-whole-chunks")
-      holds = f.T >= 2 * f.chunk;
+      holds = some([&](std::int64_t L) { return L >= 2 * C; });
     else if (c == "two-rows")
-      holds = f.T >= 2;
+      holds = some([](std::int64_t L) { return L >= 2; });
     else if (c == "square-state")
       holds = f.K == f.V;
     else if (c == "nonzero-h0")
@@ -144,17 +152,23 @@ bool fixture_class_matches(const std::string& fixtures, const FixtureTraits& f) 
     else if (c == "rect-state")
       holds = f.K != f.V;
     else if (c == "short")
-      holds = f.T < f.chunk;
+      holds = some([&](std::int64_t L) { return L < C; });
     else if (c == "one-row-tail")
-      holds = f.chunk > 0 && f.T % f.chunk == 1;
+      holds = C > 0 && some([&](std::int64_t L) { return L % C == 1; });
     else if (c == "long-tail")
-      holds = f.chunk > 0 && f.T % f.chunk > f.chunk / 2;
+      holds = C > 0 && some([&](std::int64_t L) { return L % C > C / 2; });
     else if (c == "chunk-32")
       holds = f.chunk == 32;
     else if (c == "multi-batch")
       holds = f.B > 1;
     else if (c == "many-heads")
       holds = f.H > 2;
+    else if (c == "packed")
+      holds = !f.lengths.empty();
+    else if (c == "dense")
+      holds = f.lengths.empty();
+    else if (c == "grouped")
+      holds = f.HV > f.H;
     else
       throw InputError(
           fmt::format("fixtures '{}' is unknown: no class '{}'; use {} (joined by '+')", fixtures,

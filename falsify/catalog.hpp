@@ -4,6 +4,7 @@
 // a sanitizer or the generator's self-checks must report.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -75,6 +76,8 @@ struct FixtureTraits {
   int T = 0, chunk = 0, K = 0, V = 0;
   bool zero_h0 = false;  // h0 = 0: the edge regime's, or gen --h0 zero
   int B = 1, H = 2;
+  int HV = 0;                         // value heads; 0: as many as H
+  std::vector<std::int64_t> lengths;  // packed: each sequence's length; empty: dense
 };
 // The fixture classes: any; one-chunk (T <= chunk), multi-chunk; partial-chunk
 // (T % chunk != 0), whole-chunks; two-whole-chunks (T >= 2 chunk: a chunk
@@ -83,7 +86,10 @@ struct FixtureTraits {
 // chunk starts from a non-zero state: nonzero-h0 or multi-chunk); and the
 // coverage matrix's new cells (issue 11): short (T < chunk), one-row-tail
 // (T % chunk == 1), long-tail (T % chunk > chunk / 2), chunk-32, multi-batch
-// (B > 1), many-heads (H > 2).
+// (B > 1), many-heads (H > 2); and issue 14's packed (cu_seqlens), dense,
+// grouped (HV > H). On a packed fixture a class of lengths holds when it
+// holds for some sequence (one-chunk and whole-chunks: for every sequence,
+// as the negations of multi-chunk and partial-chunk).
 const std::vector<std::string>& fixture_classes();
 // Whether `fixtures` ("any", one class, or classes joined by '+', all of
 // which must hold) holds for a fixture; throws InputError on an unknown class.

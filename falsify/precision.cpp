@@ -228,7 +228,7 @@ PrecisionCampaign run_precision_campaign(const PrecisionCampaignOptions& options
 #ifdef DELTAPROOF_FALSIFY
     if (with_catalog) {
       for (const auto& info : kernels::fault_catalog()) {
-        if ((info.cuda_only() && !on_gpu) || info.coverage_proof()) continue;
+        if ((info.cuda_only() && !on_gpu) || info.cpu_only()) continue;
         kernels::set_active_fault(info.id);
         Values candidate;
         try {

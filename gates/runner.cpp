@@ -66,12 +66,6 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
   const auto bytes = read_file_bytes(path);
   f.file = parse_safetensors(bytes, path.string());
   f.job = job_from_file(f.file, path.string(), phase, 0);
-  if (f.job.shape.packed() || f.job.shape.grouped())
-    throw InputError(fmt::format(
-        "{}: packed sequences (cu_seqlens) and grouped value heads (HV) are not gated yet "
-        "(issue 14, docs/VARLEN.md section 5); `deltaproof run --backend cpu-chunk` (or "
-        "cpu-recurrent) runs such a fixture.",
-        path.string()));
   for (const auto& name : kernels::kernel_output_names(f.job.shape.op, phase)) {
     if (!f.file.has(name))
       throw InputError(
@@ -81,9 +75,10 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
     f.reference[name] = f.file.tensors.at(name).to_f64();
   }
   nlohmann::json spec = nlohmann::json::object();
-  for (const char* key :
-       {"op", "B", "T", "H", "K", "V", "chunk", "regime", "dtype", "seed", "h0", "status"})
+  for (const char* key : {"op", "B", "T", "H", "HV", "N", "K", "V", "chunk", "regime", "dtype",
+                          "seed", "h0", "status"})
     if (auto it = f.file.metadata.find(key); it != f.file.metadata.end()) spec[key] = it->second;
+  if (f.job.shape.packed()) spec["cu_seqlens"] = f.job.shape.cu_seqlens;
   f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
   // what computed the reference: the quad oracle, or f64 on a GPU (gen --reference gpu-f64)
   if (auto it = f.file.metadata.find("reference_precision"); it != f.file.metadata.end())

@@ -60,6 +60,9 @@ struct GateResult {
 // chunk, the second chunk's first, middle and last rows, and the first and
 // middle rows of a partial tail; those inside [1, T), sorted.
 std::vector<int> causality_points(int T, int chunk);
+// A shape's: a dense one's as above; a packed one's, each sequence's points
+// from its first token, and every sequence boundary but 0.
+std::vector<int> causality_points(const kernels::KernelShape& shape);
 
 // Where a split-call gate cuts T in two (the first call's final state is the
 // second's h0, the second's dh0 the first's dht). At a chunk boundary (the

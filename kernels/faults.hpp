@@ -25,6 +25,10 @@ namespace deltaproof::kernels {
 //                   matrix holds (a long tail, chunk 32, K != V, B > 1, ...):
 //                   green on the 39 fixtures before it; precision campaigns
 //                   leave it out
+//   varlen          packed sequences and grouped value heads (issue 14): the
+//                   CPU backends, the only ones that take such shapes yet;
+//                   red only on the packed and grouped fixtures; precision
+//                   campaigns leave it out
 //   cuda            the CUDA kernels alone
 //   cuda_sanitizer  the CUDA kernels alone, and no number need show it (fresh
 //                   device memory is often zero): initcheck must catch it, and
@@ -51,6 +55,9 @@ namespace deltaproof::kernels {
   X(gate_batch_offset_dropped, "gate-batch-offset-dropped", coverage_proof)     \
   X(head_count_hardcoded_2, "head-count-hardcoded-2", coverage_proof)           \
   X(short_call_ignores_h0, "short-call-ignores-h0", coverage_proof)             \
+  X(state_not_reset, "state-not-reset", varlen)                                 \
+  X(chunk_index_not_rebased, "chunk-index-not-rebased", varlen)                 \
+  X(value_head_reads_key_head_h, "value-head-reads-key-head-h", varlen)         \
   X(global_scratch_read_before_write, "global-scratch-read-before-write", cuda) \
   X(global_scratch_unwritten, "global-scratch-unwritten", cuda_sanitizer)
 
@@ -61,7 +68,7 @@ enum class Fault {
 #undef DELTAPROOF_FAULT_ENUM
 };
 
-enum class FaultReach { shared, coverage_proof, cuda, cuda_sanitizer };
+enum class FaultReach { shared, coverage_proof, varlen, cuda, cuda_sanitizer };
 
 // One bit per fault, for the CUDA kernels' mask (Fault::none has none).
 constexpr unsigned long long fault_bit(Fault f) {
@@ -84,6 +91,8 @@ struct FaultInfo {
   }
   bool sanitizer_only() const { return reach == FaultReach::cuda_sanitizer; }
   bool coverage_proof() const { return reach == FaultReach::coverage_proof; }
+  // In the CPU backends alone: no CUDA injection point.
+  bool cpu_only() const { return coverage_proof() || reach == FaultReach::varlen; }
 };
 // Every kernel fault switchable at run time in the falsify build, in the
 // list's order (gates::fault_catalog() adds the instrument's).

@@ -349,6 +349,38 @@ std::vector<CanonicalFixture> canonical_fixtures() {
   // heads, so a head index taken modulo 2 or a batch offset dropped shows.
   for (Op op : {Op::gdn2, Op::kda, Op::gdn})
     add(op, 40, 8, 8, 16, Regime::default_, f32, false, 2, 3);
+  // Packed sequences and grouped value heads (issue 14, docs/VARLEN.md): the
+  // names start varlen- (packed) and hv<G>- (HV = G H). A packed set's
+  // lengths hit every case at its chunk C: 1 token, under a chunk, a chunk
+  // exactly, a chunk plus one, two chunks, over four chunks with a tail.
+  auto add_packed = [&](Op op, int chunk, int K, int group, int T = 0) {
+    FixtureSpec s;
+    s.op = op;
+    s.H = 2;
+    s.HV = group > 1 ? 2 * group : 0;
+    s.K = s.V = K;
+    s.chunk = chunk;
+    s.seed = 0;
+    std::string name = group > 1 ? fmt::format("hv{}-", group) : "";
+    if (T == 0) {
+      const int C = chunk;
+      s.cu_seqlens = {0};
+      for (int length : {1, C / 2 - 1, C, C + 1, 2 * C, 4 * C + 3})
+        s.cu_seqlens.push_back(s.cu_seqlens.back() + length);
+      s.T = static_cast<int>(s.cu_seqlens.back());
+      name = "varlen-" + name + fmt::format("c{}", chunk);
+    } else {
+      s.T = T;
+      name += fmt::format("t{}-c{}", T, chunk);
+    }
+    if (K != (chunk == 64 ? 64 : 8)) name += fmt::format("-k{}", K);
+    out.push_back({std::string(op_name(op)) + "/" + name + ".safetensors", s});
+  };
+  add_packed(Op::gdn2, 16, 8, 1);
+  add_packed(Op::kda, 64, 16, 1);
+  add_packed(Op::kda, 64, 8, 2, 65);
+  add_packed(Op::gdn, 16, 8, 4, 40);
+  add_packed(Op::kda, 32, 8, 2);
   return out;
 }
 

@@ -5,7 +5,11 @@ For every *.safetensors file in the folder (default: fixtures/) it checks that
   - the metadata names a known op ("op": gdn2, kda or gdn) and gives B, T, H,
     K and V as positive decimal strings;
   - the tensors present are exactly the op's set, every one float64 (F64);
-  - every shape matches the metadata (see EXPECTED_SHAPES below).
+  - every shape matches the metadata (see EXPECTED_SHAPES below);
+  - a packed fixture (metadata N, issue 14) also holds cu_seqlens, int64 [N + 1]:
+    0, strictly increasing, ending at T, with B = 1; its states are [N, HV, K, V];
+  - with grouped value heads (metadata HV) q, k, dq, dk have H heads, every
+    other tensor HV.
 If the folder holds a manifest.json ({"fixtures": [{"file": "...", ...}]}),
 every file it lists must exist.
 
@@ -32,17 +36,18 @@ EXPECTED_NAMES = {
 }
 
 # Shapes as tuples of metadata keys, by tensor name; gdn's gate is per head.
+# HV: the value heads (H without grouping); N: the states (B when dense).
 _COMMON_SHAPES = {
     **dict.fromkeys(["q", "k", "dq", "dk"], ("B", "T", "H", "K")),
-    **dict.fromkeys(["b", "db"], ("B", "T", "H", "K")),
-    **dict.fromkeys(["v", "w", "o", "do", "dv", "dw"], ("B", "T", "H", "V")),
-    **dict.fromkeys(["beta", "dbeta"], ("B", "T", "H")),
-    **dict.fromkeys(["h0", "ht", "dht", "dh0"], ("B", "H", "K", "V")),
+    **dict.fromkeys(["b", "db"], ("B", "T", "HV", "K")),
+    **dict.fromkeys(["v", "w", "o", "do", "dv", "dw"], ("B", "T", "HV", "V")),
+    **dict.fromkeys(["beta", "dbeta"], ("B", "T", "HV")),
+    **dict.fromkeys(["h0", "ht", "dht", "dh0"], ("N", "HV", "K", "V")),
 }
 EXPECTED_SHAPES = {
-    "gdn2": {**_COMMON_SHAPES, "g": ("B", "T", "H", "K"), "dg": ("B", "T", "H", "K")},
-    "kda": {**_COMMON_SHAPES, "g": ("B", "T", "H", "K"), "dg": ("B", "T", "H", "K")},
-    "gdn": {**_COMMON_SHAPES, "g": ("B", "T", "H"), "dg": ("B", "T", "H")},
+    "gdn2": {**_COMMON_SHAPES, "g": ("B", "T", "HV", "K"), "dg": ("B", "T", "HV", "K")},
+    "kda": {**_COMMON_SHAPES, "g": ("B", "T", "HV", "K"), "dg": ("B", "T", "HV", "K")},
+    "gdn": {**_COMMON_SHAPES, "g": ("B", "T", "HV"), "dg": ("B", "T", "HV")},
 }
 
 DIMENSION_KEYS = ("B", "T", "H", "K", "V")
@@ -82,17 +87,33 @@ def check_file(path):
         else:
             dims[key] = int(value)
 
+    # Grouped value heads and packed sequences (issue 14, docs/VARLEN.md).
+    for key, default in (("HV", dims.get("H")), ("N", dims.get("B"))):
+        value = metadata.get(key)
+        if value is None:
+            if default is not None:
+                dims[key] = default
+        elif not POSITIVE_DECIMAL.fullmatch(value):
+            problem(f"metadata '{key}' is {value!r}; it must be a positive decimal integer")
+        else:
+            dims[key] = int(value)
+    if "HV" in dims and "H" in dims and dims["HV"] % dims["H"] != 0:
+        problem(f"metadata 'HV' is {dims['HV']}: the value heads must be a multiple of H={dims['H']}")
+    packed = "N" in metadata
+
     # Names and dtypes (from the header, so that a non-float64 tensor is named
     # even when numpy cannot represent it).
-    expected = set(EXPECTED_NAMES[op])
+    expected = set(EXPECTED_NAMES[op]) | ({"cu_seqlens"} if packed else set())
     present = set(stored_dtypes)
     for name in sorted(expected - present):
         problem(f"missing; a {op} fixture holds {' '.join(EXPECTED_NAMES[op])}", tensor=name)
     for name in sorted(present - expected):
         problem(f"unexpected in a {op} fixture", tensor=name)
     for name in sorted(present):
-        if stored_dtypes[name] != "F64":
-            problem(f"dtype is {stored_dtypes[name]}; fixtures hold float64 (F64) only", tensor=name)
+        want = "I64" if name == "cu_seqlens" else "F64"
+        if stored_dtypes[name] != want:
+            problem(f"dtype is {stored_dtypes[name]}; it must be {want}"
+                    + ("" if name == "cu_seqlens" else " (fixtures hold float64 only)"), tensor=name)
     if problems:
         return problems, None
 
@@ -102,11 +123,20 @@ def check_file(path):
     except Exception as error:
         problem(f"safetensors.numpy.load_file failed ({error})")
         return problems, None
+    if packed and "cu_seqlens" in arrays and len(dims) == len(DIMENSION_KEYS) + 2:
+        cu = arrays["cu_seqlens"]
+        if cu.shape != (dims["N"] + 1,):
+            problem(f"shape is {list(cu.shape)}; expected [N + 1] = [{dims['N'] + 1}]", tensor="cu_seqlens")
+        elif cu[0] != 0 or cu[-1] != dims["T"] or not np.all(np.diff(cu) > 0) or dims["B"] != 1:
+            problem(f"{cu.tolist()} must start at 0, increase strictly and end at T={dims['T']}, "
+                    f"with B = 1 (B={dims['B']})", tensor="cu_seqlens")
     for name in sorted(arrays):
         array = arrays[name]
+        if name == "cu_seqlens":
+            continue
         if array.dtype != np.float64:
             problem(f"numpy dtype is {array.dtype}; expected float64", tensor=name)
-        if len(dims) == len(DIMENSION_KEYS):
+        if len(dims) == len(DIMENSION_KEYS) + 2:
             keys = EXPECTED_SHAPES[op][name]
             want = tuple(dims[key] for key in keys)
             if tuple(array.shape) != want:
@@ -115,6 +145,10 @@ def check_file(path):
                     tensor=name,
                 )
     summary = " ".join(f"{key}={dims[key]}" for key in DIMENSION_KEYS if key in dims)
+    if dims.get("HV") != dims.get("H"):
+        summary += f" HV={dims['HV']}"
+    if packed:
+        summary += f" N={dims['N']}"
     return problems, f"op={op} {summary}, {len(arrays)} tensors"
 
 

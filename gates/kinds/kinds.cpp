@@ -11,6 +11,8 @@ const std::vector<KindInfo>& gate_kinds() {
       {GateKind::causality, "causality", false, run_causality},
       {GateKind::split_call, "split-call", false, run_split_call},
       {GateKind::batch_head, "batch-head", false, run_batch_head},
+      {GateKind::isolation, "isolation", false, run_isolation},
+      {GateKind::packing, "packing", false, run_packing},
   };
   return table;
 }

@@ -28,13 +28,14 @@ void read_head_first(const KernelShape& s, std::map<std::string, std::vector<dou
     const int width = kernels::tensor_width(s, name);
     if (width < 0) continue;
     const std::size_t w = width == 0 ? 1 : width;
+    const int H = kernels::tensor_heads(s, name);
     std::vector<double> read(v.size());
     for (int b = 0; b < s.B; ++b)
       for (int t = 0; t < s.T; ++t)
-        for (int h = 0; h < s.H; ++h)
+        for (int h = 0; h < H; ++h)
           for (std::size_t i = 0; i < w; ++i)
-            read[token_offset(s.T, s.H, width, b, t, h, static_cast<int>(i))] =
-                v[((static_cast<std::size_t>(b) * s.H + h) * s.T + t) * w + i];
+            read[token_offset(s.T, H, width, b, t, h, static_cast<int>(i))] =
+                v[((static_cast<std::size_t>(b) * H + h) * s.T + t) * w + i];
     v = std::move(read);
   }
 }

@@ -36,6 +36,44 @@ CompareOptions family_compare(const Family& family) {
   return compare;
 }
 
+Elements::Elements(const KernelShape& s, const std::string& name)
+    : layout_(s, name),
+      key_heads_(kernels::on_key_heads(name)),
+      first_side_(name == "h0" || name == "dh0"),
+      group_(s.value_heads() / s.H) {
+  if (s.packed()) {
+    token_row_.resize(static_cast<std::size_t>(s.T));
+    for (std::size_t n = 0; n + 1 < s.cu_seqlens.size(); ++n) {
+      begin_.push_back(s.cu_seqlens[n]);
+      end_.push_back(s.cu_seqlens[n + 1]);
+      for (auto t = s.cu_seqlens[n]; t < s.cu_seqlens[n + 1]; ++t)
+        token_row_[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(n);
+    }
+  } else {
+    begin_.assign(static_cast<std::size_t>(s.B), 0);
+    end_.assign(static_cast<std::size_t>(s.B), s.T);
+  }
+}
+
+Element Elements::at(std::size_t flat) const {
+  const auto index = layout_.unravel(flat);
+  Element e;
+  e.state = layout_.state;
+  e.on_key_heads = key_heads_;
+  if (e.state) {
+    e.row = index[0];
+    e.head = index[1];
+    const auto row = static_cast<std::size_t>(e.row);
+    e.t = first_side_ ? begin_[row] - 1 : end_[row];
+  } else {
+    e.t = index[1];
+    e.row = token_row_.empty() ? index[0] : token_row_[static_cast<std::size_t>(e.t)];
+    e.head = index[2];
+  }
+  e.key_head = key_heads_ ? e.head : e.head / group_;
+  return e;
+}
+
 TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
                             const std::string& name, const std::vector<float>& got,
                             const std::vector<float>& want, const Predicate& selected) {
@@ -44,11 +82,11 @@ TermComparison bitwise_term(const std::string& label, const KernelShape& shape,
   c.bar = 0.0;
   c.index_names = index_names(shape, name);
   long differing = 0, compared = 0;
-  const TermLayout layout(shape, name);
+  const Elements elements(shape, name);
   RelError error;  // the figures beside the bitwise count, over the selected elements
   for (std::size_t i = 0; i < want.size(); ++i) {
-    const auto index = layout.unravel(i);
-    if (!selected(index)) continue;
+    if (!selected(elements.at(i))) continue;
+    const auto index = elements.index(i);
     ++compared;
     error.add(got[i], want[i]);
     if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
@@ -94,13 +132,11 @@ Buffers perturb_tokens(const KernelShape& s, Buffers inputs, const Predicate& wh
   for (auto& [name, values] : inputs) {
     const int width = kernels::tensor_width(s, name);
     if (width < 0 && name != "h0" && name != "dht") continue;
-    const TermLayout layout(s, name);
+    // A state has no token: h0 sits before its row's first token, dht after its last
+    // (Element), so causality never moves h0 and batch/head independence moves it per row.
+    const Elements elements(s, name);
     for (std::size_t i = 0; i < values.size(); ++i) {
-      auto index = layout.unravel(i);
-      // A state has no token: h0 sits before the first token (t = -1), dht after the last
-      // (t = T), so causality never moves h0 and batch/head independence moves it per (b, h).
-      if (width < 0) index = {index[0], name == "h0" ? -1 : s.T, index[1], index[2]};
-      if (!where(index)) continue;
+      if (!where(elements.at(i))) continue;
       // stays in range for every input: g <= 0, b/w/beta >= 0
       values[i] = name == "g" ? values[i] * 0.5f - 0.25f : values[i] * 0.75f + 0.125f;
     }
@@ -119,13 +155,29 @@ Buffers slice_time(const KernelShape& s, const Buffers& inputs, int t0, int t1,
       out[name] = values;
       continue;
     }
-    const int w = width == 0 ? 1 : width;
+    // a row's tokens [t0, t1) are contiguous: t is outermost after b
+    const std::size_t token = kernels::tensor_size(s, name) / (static_cast<std::size_t>(s.B) * s.T);
     auto& cut = out[name];
-    for (int b = 0; b < s.B; ++b)
-      for (int t = t0; t < t1; ++t)
-        for (int h = 0; h < s.H; ++h)
-          for (int i = 0; i < w; ++i)
-            cut.push_back(values[token_offset(s.T, s.H, width, b, t, h, i)]);
+    for (int b = 0; b < s.B; ++b) {
+      const auto from = values.begin() + static_cast<std::ptrdiff_t>(
+                                             (static_cast<std::size_t>(b) * s.T + t0) * token);
+      cut.insert(cut.end(), from, from + static_cast<std::ptrdiff_t>((t1 - t0) * token));
+    }
+  }
+  return out;
+}
+
+Buffers sequence_alone(const KernelShape& s, const Buffers& tensors, int n, KernelShape& alone) {
+  const auto begin = static_cast<int>(s.cu_seqlens.at(static_cast<std::size_t>(n)));
+  const auto end = static_cast<int>(s.cu_seqlens.at(static_cast<std::size_t>(n) + 1));
+  KernelShape dense = s;
+  dense.cu_seqlens.clear();  // B = 1 already
+  Buffers out = slice_time(dense, tensors, begin, end, alone);
+  for (auto& [name, values] : out) {
+    if (kernels::tensor_width(s, name) >= 0) continue;
+    const std::size_t state = values.size() / static_cast<std::size_t>(s.states());
+    const auto from = tensors.at(name).begin() + static_cast<std::ptrdiff_t>(n * state);
+    values.assign(from, from + static_cast<std::ptrdiff_t>(state));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "gates/kinds/kind.hpp"
 #include "gates/noise.hpp"
 #include "kernels/faults.hpp"
@@ -36,18 +37,18 @@ Buffers split_call(const kernels::Backend& backend, const KernelShape& s, const 
     } else if (name == "dh0") {
       joined[name] = first.at("dh0");
     } else {
-      // re-assemble [B,T,H,w] from the two calls' token ranges
-      const int width = kernels::tensor_width(s, name);
-      const int w = width == 0 ? 1 : width;
+      // re-assemble [B, T, heads, w] row by row: a row's tokens are contiguous
+      const std::size_t token =
+          kernels::tensor_size(s, name) / (static_cast<std::size_t>(s.B) * s.T);
+      const auto head_part = static_cast<std::ptrdiff_t>(P * token);
+      const auto tail_part = static_cast<std::ptrdiff_t>((s.T - P) * token);
       auto& out = joined[name];
-      out.resize(first.at(name).size() + second.at(name).size());
-      for (int b = 0; b < s.B; ++b)
-        for (int t = 0; t < s.T; ++t)
-          for (int h = 0; h < s.H; ++h)
-            for (int i = 0; i < w; ++i)
-              out[token_offset(s.T, s.H, width, b, t, h, i)] =
-                  t < P ? first.at(name)[token_offset(P, s.H, width, b, t, h, i)]
-                        : second.at(name)[token_offset(s.T - P, s.H, width, b, t - P, h, i)];
+      for (int b = 0; b < s.B; ++b) {
+        const auto a = first.at(name).begin() + b * head_part;
+        const auto z = second.at(name).begin() + b * tail_part;
+        out.insert(out.end(), a, a + head_part);
+        out.insert(out.end(), z, z + tail_part);
+      }
     }
   }
   return joined;
@@ -59,8 +60,13 @@ void run_split_call(const KindContext& c, GateResult& r) {
   const LoadedFixture& f = c.fixture;
   const Gate& gate = c.gate;
   const KernelShape& s = f.job.shape;
+  if (s.packed())
+    throw InputError(fmt::format(
+        "{}: a split-call gate cuts a dense batch; packed sequences have the packing and "
+        "isolation gates (docs/VARLEN.md)",
+        c.fixture_path.string()));
   const Buffers whole = run_poisoned(c.backend, s, f.job.inputs, Phase::bwd, r.record);
-  auto all = [](const auto&) { return true; };
+  auto all = [](const Element&) { return true; };
   const CompareOptions compare = family_compare(*gate.family);
   // A family of a rounding class writes the state handed between the two
   // calls in its storage type (bf16), so a split at a chunk boundary is not

@@ -20,8 +20,10 @@ MatF gather_tokens(const KernelShape& s, const std::vector<float>& buffer, int w
     for (int i = 0; i < columns; ++i) {
       // t >= length only under the partial-chunk fault: read on past the sequence
       // (into the next packed sequence, or the next row)
+      // (chunk-index-not-rebased: a packed sequence's chunks read from the batch's first token)
+      const int begin = DELTAPROOF_FAULT(chunk_index_not_rebased) ? 0 : r.begin;
       const std::size_t at =
-          token_offset(s.T, heads, width, r.batch, r.begin + t, head, width == 0 ? 0 : i);
+          token_offset(s.T, heads, width, r.batch, begin + t, head, width == 0 ? 0 : i);
       out(t, i) = buffer[at % buffer.size()];
     }
   return out;
@@ -38,8 +40,11 @@ MatF gather_state(const KernelShape& s, const std::vector<float>& buffer, const 
 HeadSequence gather_head(const KernelShape& s, const Buffers& in, const Gdn2Gates<float>& gates,
                          const SequenceRef& r, int rows) {
   HeadSequence x;
-  x.Q = gather_tokens(s, in.at("q"), s.K, s.K, r, true, rows);
-  SequenceRef key = r;
+  // grouped value heads: value head hv reads key head hv / (HV / H), not hv
+  SequenceRef query = r;
+  if (DELTAPROOF_FAULT(value_head_reads_key_head_h)) query.key_head = r.value_head % s.H;
+  x.Q = gather_tokens(s, in.at("q"), s.K, s.K, query, true, rows);
+  SequenceRef key = query;
   if (DELTAPROOF_FAULT(head_count_hardcoded_2)) key.key_head %= 2;
   x.K = gather_tokens(s, in.at("k"), s.K, s.K, key, true, rows);
   x.V = gather_tokens(s, in.at("v"), DELTAPROOF_FAULT(v_read_with_k_stride) ? s.K : s.V, s.V, r,
@@ -114,18 +119,33 @@ void for_each_head(const KernelShape& s, const Buffers& in, bool backward, Buffe
   const int count = static_cast<int>(refs.size());
   std::vector<ExecutionRecord> records(refs.size());
   std::vector<std::pair<MatF, MatF>> key_gradients(backward && s.grouped() ? refs.size() : 0);
-  parallel_for(count, 0, [&](int index) {
+  // runs sequence `index`, from `carried` instead of its h0 where given; its final state
+  auto run_index = [&](int index, const MatF* carried) {
     const SequenceRef& r = refs[static_cast<std::size_t>(index)];
     // the partial-chunk fault reads a whole last chunk
     const int rows =
         chunk_rows > 0 ? (r.length() + chunk_rows - 1) / chunk_rows * chunk_rows : r.length();
-    const HeadSequence x = gather_head(s, in, gates, r, rows);
+    HeadSequence x = gather_head(s, in, gates, r, rows);
+    if (carried != nullptr) x.h0 = *carried;
     HeadResult result = run_one(r, index, x, records[static_cast<std::size_t>(index)]);
     scatter_head(s, r, result, backward, out, grads);
     if (!key_gradients.empty())
       key_gradients[static_cast<std::size_t>(index)] = {std::move(result.grad.dQ),
                                                         std::move(result.grad.dK)};
-  });
+    return result.ht;
+  };
+  if (DELTAPROOF_FAULT(state_not_reset) && s.packed()) {
+    // the state is not reset at a sequence boundary: each sequence starts from
+    // the previous one's final state (same value head), not from its own h0
+    const int heads = s.value_heads();
+    parallel_for(heads, 0, [&](int hv) {
+      MatF state;
+      for (int n = 0; n < s.states(); ++n)
+        state = run_index(n * heads + hv, n > 0 ? &state : nullptr);
+    });
+  } else {
+    parallel_for(count, 0, [&](int index) { run_index(index, nullptr); });
+  }
   const int group = s.value_heads() / s.H;
   for (std::size_t n = 0; n < key_gradients.size(); ++n) {
     const bool first = refs[n].value_head % group == 0;

@@ -63,7 +63,7 @@ TEST(Catalog, HoldsEveryRunTimeFaultPointAndNothingElse) {
     const bool on_cpu = backends.count("cpu-chunk") || backends.count("cpu-recurrent");
     EXPECT_EQ(on_cpu, !info.cuda_only()) << info.id << ": the list's reach and the catalog's "
                                          << "injection points disagree";
-    EXPECT_EQ(on_cuda, !info.coverage_proof()) << info.id;
+    EXPECT_EQ(on_cuda, !info.cpu_only()) << info.id;
   }
   for (const auto& sync : kernels::sync_faults()) {
     const CatalogFault* f = committed().find(std::string(sync.id));
@@ -89,17 +89,26 @@ TEST(Catalog, EveryMarkerIsFoundInItsFile) {
 TEST(Catalog, GlueFaultsAreGreenOnOneChunkAndRedOnMultiChunk) {
   for (const char* id : {"ds-not-handed-back", "state-not-carried"}) {
     const auto& f = fault(id);
-    for (const auto& s : f.red) EXPECT_EQ(s.fixtures, "multi-chunk") << id;
-    EXPECT_TRUE(has_selector(f.green, "*", "one-chunk")) << id;
+    for (const auto& s : f.red)
+      EXPECT_TRUE(s.fixtures == "multi-chunk+dense" || s.fixtures == "multi-chunk+packed") << id;
+    EXPECT_TRUE(has_selector(f.green, "*", "one-chunk+dense")) << id;
   }
 }
 
 // The coverage matrix's fixtures (issue 11) hold shapes where a fault has
 // nothing to act on; the classes say so, and '+' needs every class.
+FixtureTraits traits(int T, int chunk, int K, int V, bool zero_h0, int B, int H) {
+  FixtureTraits f;
+  f.T = T, f.chunk = chunk, f.K = K, f.V = V, f.zero_h0 = zero_h0, f.B = B, f.H = H;
+  return f;
+}
+
 TEST(Catalog, FixtureClassesReadTheShapeAndH0) {
-  FixtureTraits one_token{1, 16, 64, 64, false, 1, 2}, rect{33, 32, 16, 8, false, 1, 2},
-      zero_one_chunk{12, 16, 64, 64, true, 1, 2}, zero_two_chunks{40, 16, 8, 8, true, 1, 2},
-      wide{40, 16, 8, 8, false, 2, 3};
+  const FixtureTraits one_token = traits(1, 16, 64, 64, false, 1, 2),
+                      rect = traits(33, 32, 16, 8, false, 1, 2),
+                      zero_one_chunk = traits(12, 16, 64, 64, true, 1, 2),
+                      zero_two_chunks = traits(40, 16, 8, 8, true, 1, 2),
+                      wide = traits(40, 16, 8, 8, false, 2, 3);
   EXPECT_FALSE(fixture_class_matches("two-rows", one_token));
   EXPECT_FALSE(fixture_class_matches("square-state", rect));
   EXPECT_FALSE(fixture_class_matches("two-whole-chunks", rect));  // 33 rows at chunk 32
@@ -110,31 +119,55 @@ TEST(Catalog, FixtureClassesReadTheShapeAndH0) {
   EXPECT_TRUE(fixture_class_matches("short+one-row-tail", one_token));
   EXPECT_TRUE(fixture_class_matches("chunk-32+rect-state+one-row-tail", rect));
   EXPECT_FALSE(fixture_class_matches("long-tail", wide));  // 8 of 16 rows is half, not more
-  EXPECT_TRUE(fixture_class_matches("long-tail", FixtureTraits{60, 16, 8, 16, false, 1, 2}));
+  EXPECT_TRUE(fixture_class_matches("long-tail", traits(60, 16, 8, 16, false, 1, 2)));
   EXPECT_TRUE(fixture_class_matches("multi-batch+many-heads", wide));
   EXPECT_FALSE(fixture_class_matches("multi-batch", zero_two_chunks));
   EXPECT_THROW(fixture_class_matches("square-state+round", rect), InputError);
-  EXPECT_EQ(fault("state-transposed").red.front().fixtures, "square-state+state-in");
-  EXPECT_TRUE(has_selector(fault("h0-ignored").green, "*-h0zero.*", "any"));
+  EXPECT_EQ(fault("state-transposed").red.front().fixtures, "square-state+state-in+dense");
+  EXPECT_TRUE(has_selector(fault("h0-ignored").green, "*-h0zero.*", "dense"));
+}
+
+// A packed fixture's classes of lengths hold when some sequence has the
+// length (one-chunk and whole-chunks: every sequence).
+TEST(Catalog, FixtureClassesOfAPackedFixtureReadItsSequences) {
+  FixtureTraits packed = traits(140, 16, 8, 8, false, 1, 2);
+  packed.lengths = {1, 7, 16, 17, 32, 67};
+  EXPECT_TRUE(fixture_class_matches("packed+multi-chunk+partial-chunk+short", packed));
+  EXPECT_TRUE(fixture_class_matches("one-row-tail+two-whole-chunks", packed));
+  EXPECT_FALSE(fixture_class_matches("one-chunk", packed));
+  EXPECT_FALSE(fixture_class_matches("whole-chunks", packed));
+  EXPECT_FALSE(fixture_class_matches("dense", packed));
+  EXPECT_FALSE(fixture_class_matches("grouped", packed));
+  FixtureTraits whole = packed;
+  whole.lengths = {16, 32};
+  EXPECT_TRUE(fixture_class_matches("whole-chunks", whole));
+  EXPECT_FALSE(fixture_class_matches("short", whole));
+  FixtureTraits grouped = traits(40, 16, 8, 8, false, 1, 2);
+  grouped.HV = 8;
+  EXPECT_TRUE(fixture_class_matches("grouped+dense", grouped));
 }
 
 TEST(Catalog, DgSignFlipIsRedOnDgAlone) {
   const auto& f = fault("dg-sign-flipped");
   ASSERT_FALSE(f.red.empty());
   for (const auto& s : f.red) EXPECT_EQ(s.terms, std::vector<std::string>{"dg"});
-  EXPECT_TRUE(has_selector(f.green, "*.fwd", "any"));
+  EXPECT_TRUE(has_selector(f.green, "*.fwd", "dense"));
 }
 
 TEST(Catalog, DhtIgnoredIsGreenWhereDhtIsZero) {
   const auto& f = fault("dht-ignored");
   for (const auto& s : f.red) EXPECT_EQ(s.gates, "*.bwd");
-  EXPECT_TRUE(has_selector(f.green, "*.fwd", "any")) << "a forward takes no dht";
+  EXPECT_TRUE(has_selector(f.green, "*.fwd", "dense")) << "a forward takes no dht";
 }
 
 TEST(Catalog, PartialChunkFaultIsRedOnlyOnPartialChunks) {
   const auto& f = fault("partial-chunk-reads-past-t");
-  for (const auto& s : f.red) EXPECT_EQ(s.fixtures, "partial-chunk");
-  EXPECT_TRUE(has_selector(f.green, "*", "whole-chunks"));
+  for (const auto& s : f.red)
+    EXPECT_TRUE(s.fixtures == "partial-chunk+dense" || s.fixtures == "partial-chunk+packed")
+        << s.fixtures;
+  EXPECT_TRUE(has_selector(f.red, "*.isolation", "partial-chunk+packed"))
+      << "on a packed batch it reads the next sequence";
+  EXPECT_TRUE(has_selector(f.green, "*", "whole-chunks+dense"));
 }
 
 TEST(Catalog, OracleDoubleExpIsRefusedByTheGenerator) {

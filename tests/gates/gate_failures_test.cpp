@@ -23,9 +23,14 @@
 #include "gates/runner.hpp"
 #include "oracle/fixture.hpp"
 #include "tests/bf16_family.hpp"
+#include "tests/gates/broken_backend.hpp"
 
 namespace deltaproof::gates {
 namespace {
+using testing::Broken;
+using testing::mentions;
+using testing::registered;
+using testing::run_with;
 
 namespace fs = std::filesystem;
 using kernels::Buffers;
@@ -55,18 +60,6 @@ const TermComparison& term(const std::vector<TermComparison>& terms, const std::
   for (const auto& t : terms)
     if (t.term == name) return t;
   throw std::runtime_error("no term " + name);
-}
-
-bool mentions(const std::vector<std::string>& reasons, const std::string& text) {
-  return std::any_of(reasons.begin(), reasons.end(),
-                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
-}
-
-const Gate& registered(const std::string& name) {
-  static const std::vector<Gate> all = all_gates(kFixtures);
-  for (const auto& g : all)
-    if (g.name == name) return g;
-  throw std::runtime_error("no gate " + name);
 }
 
 // A temporary folder, removed at the end of the test.
@@ -322,35 +315,6 @@ TEST(GateInstrument, APerEntryRelativeMetricFailsACorrectKernelSpuriously) {
 }
 
 // ---- broken backends through the real gates ---------------------------------
-
-// A backend that runs cpu-chunk and then breaks one thing.
-class Broken : public kernels::Backend {
- public:
-  using Edit = std::function<void(const KernelShape&, Buffers& inputs_copy, Buffers& outputs,
-                                  ExecutionRecord&, bool before)>;
-  Broken(std::string inner, Edit edit) : inner_(kernels::find_backend(inner)), edit_(edit) {}
-  std::string name() const override { return "broken-" + inner_.name(); }
-  std::string description() const override { return "a deliberately broken backend (tests)"; }
-  void run(const KernelShape& shape, const Buffers& inputs, Phase phase, Buffers& outputs,
-           ExecutionRecord& record) const override {
-    Buffers in = inputs;
-    edit_(shape, in, outputs, record, true);
-    inner_.run(shape, in, phase, outputs, record);
-    edit_(shape, in, outputs, record, false);
-  }
-
- private:
-  const kernels::Backend& inner_;
-  Edit edit_;
-};
-
-GateResult run_with(const std::string& gate, const kernels::Backend& backend, int repeat = 1) {
-  RunOptions options;
-  options.fixtures_dir = kFixtures;
-  options.backend = &backend;
-  options.repeat = repeat;
-  return run_gate(registered(gate), options);
-}
 
 // The clean backends are green on the gates these tests break, so a red below
 // is the break's doing.

@@ -90,6 +90,9 @@ TEST_P(CoverageProof, GreenOnTheFixturesBeforeTheMatrixRedWhereTheHoleWas) {
   std::vector<std::string> red_on;
   for (std::size_t i = 0; i < fixtures.size(); ++i) {
     const auto& [file, spec] = fixtures[i];
+    // the matrix is over dense batches (oracle/coverage.cpp); the faults of
+    // packed and grouped paths are the catalog's (docs/VARLEN.md)
+    if (spec.packed() || spec.group() > 1) continue;
     const BackendRun run = run_on_fixture("cpu-chunk", file, kernels::Phase::bwd);
     std::string red_term;
     for (const auto& e : run.terms) {

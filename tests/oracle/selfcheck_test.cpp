@@ -117,8 +117,9 @@ TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
 
 TEST(Fixture, CanonicalSetHasThirteenFixturesPerOpAndTheCoverageMatrixOnes) {
   const auto set = canonical_fixtures();
-  // 13 per op, then 34 for the coverage matrix, then B2 H3 per op
-  EXPECT_EQ(set.size(), 39u + 34u + 3u);
+  // 13 per op, then 34 for the coverage matrix, then B2 H3 per op, then 5
+  // packed or grouped (issue 14)
+  EXPECT_EQ(set.size(), 39u + 34u + 3u + 5u);
   std::set<std::string> names;
   for (const auto& f : set) names.insert(f.file);
   EXPECT_EQ(names.size(), set.size());
@@ -129,6 +130,10 @@ TEST(Fixture, CanonicalSetHasThirteenFixturesPerOpAndTheCoverageMatrixOnes) {
   EXPECT_TRUE(names.count("gdn2/t40-c16-mild.safetensors"));
   EXPECT_TRUE(names.count("kda/t112-c64-k8-stress.safetensors"));
   EXPECT_TRUE(names.count("kda/t49-c16-k16v8-h0zero.safetensors"));
+  for (const char* packed : {"gdn2/varlen-c16.safetensors", "kda/varlen-c64-k16.safetensors",
+                             "kda/hv2-t65-c64-k8.safetensors", "gdn/hv4-t40-c16.safetensors",
+                             "kda/varlen-hv2-c32.safetensors"})
+    EXPECT_TRUE(names.count(packed)) << packed;
 }
 
 std::vector<std::string> strings(std::initializer_list<const char*> list) {
