@@ -14,6 +14,10 @@ a compile alone. The wall time of the first call is printed.
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
         --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32] [--first-config]
 
+A packed fixture (gen --cu-seqlens) passes its cu_seqlens to FLA; a grouped one
+(gen --HV) has v, the gates and the states at HV heads already, as FLA takes them
+(FLA's chunk_gdn2 has no grouped value heads at bc3b101d: it refuses them).
+
 The fixture's inputs (F64, FLA layout) are cast to --dtype (default: the
 fixture's own `dtype`, in which every input is exactly representable), run
 through FLA's Triton kernel forward and backward with the fixture's cotangents
@@ -138,6 +142,17 @@ def main():
     # FLA uses its own chunk size (64; gdn2 accepts only 64): the function does not depend on it.
     options = dict(IDENTITY_OPTIONS, scale=float(meta["scale"]), initial_state=x["h0"],
                    output_final_state=True)
+    # Packed sequences (issue 14, docs/VARLEN.md): the fixture's I64 cu_seqlens, as FLA takes
+    # them (batch 1, one h0 and ht per sequence). Grouped value heads need nothing: v, the gates
+    # and the states already carry HV heads, q and k H, in FLA's layout.
+    if "cu_seqlens" in cpu:
+        if "cu_seqlens" not in params:
+            fail(f"this FLA's {function_name} takes no cu_seqlens")
+        options["cu_seqlens"] = cpu["cu_seqlens"].to(device="cuda", dtype=torch.long)
+        if "cu_seqlens_cpu" in params:
+            options["cu_seqlens_cpu"] = cpu["cu_seqlens"].to(dtype=torch.long)
+    if cpu["v"].shape[2] != cpu["q"].shape[2]:
+        print(f"grouped value heads: H={cpu['q'].shape[2]}, HV={cpu['v'].shape[2]}")
     for name in list(options):
         if name not in params and name not in ("scale", "initial_state", "output_final_state"):
             del options[name]
