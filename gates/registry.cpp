@@ -48,18 +48,8 @@ const std::vector<Family>& families() {
        Precision::f32,
        bars::chunk,
        {"fwd.intra", "fwd.inter"},
-       {"bwd.bk2", "bwd.bk1", "bwd.glue"},
-       false,
-       0,
-       true},
-      {"cpu-recurrent",
-       Precision::f32,
-       bars::recurrent,
-       {"recurrent.fwd"},
-       {"recurrent.bwd"},
-       false,
-       0,
-       true},
+       {"bwd.bk2", "bwd.bk1", "bwd.glue"}},
+      {"cpu-recurrent", Precision::f32, bars::recurrent, {"recurrent.fwd"}, {"recurrent.bwd"}},
       {"cuda-chunk",
        Precision::f32,
        bars::cuda_chunk,
@@ -115,16 +105,8 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
     throw InputError(fmt::format("{} is not valid JSON: {}", manifest_path.string(), e.what()));
   }
   std::map<std::string, int> chunk_of;  // fixture file -> its chunk size
-  // a packed or grouped fixture (issue 14) is gated only on a family that packs
-  auto packs = [](const nlohmann::json& entry) {
-    const auto& spec = entry.at("spec");
-    return spec.contains("cu_seqlens") || spec.contains("HV");
-  };
-  std::map<std::string, bool> packed_file;
-  for (const auto& entry : manifest.at("fixtures")) {
+  for (const auto& entry : manifest.at("fixtures"))
     chunk_of[entry.at("file").get<std::string>()] = entry.at("spec").at("chunk").get<int>();
-    packed_file[entry.at("file").get<std::string>()] = packs(entry);
-  }
   std::vector<Gate> gates;
   for (const Family& family : families()) {
     for (const auto& entry : manifest.at("fixtures")) {
@@ -133,7 +115,6 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
       if (!op) throw InputError(fmt::format("{}: unknown op in {}", manifest_path.string(), file));
       if (family.only_chunk && entry.at("spec").at("chunk").get<int>() != family.only_chunk)
         continue;
-      if (packs(entry) && !family.packs) continue;
       for (kernels::Phase phase : {kernels::Phase::fwd, kernels::Phase::bwd}) {
         const char* phase_name = phase == kernels::Phase::fwd ? "fwd" : "bwd";
         gates.push_back(
@@ -155,7 +136,6 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
       const auto chunk = chunk_of.find(file);
       if (chunk == chunk_of.end()) return;
       if (family.only_chunk && chunk->second != family.only_chunk) return;
-      if (packed_file.at(file) && !family.packs) return;
       gates.push_back({fmt::format("{}.{}.{}.{}", op_name(op), family.backend, id, kind_name(kind)),
                        kind, op, &family, file, kernels::Phase::bwd});
     };
@@ -176,7 +156,8 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
       metamorphic(op, id, GateKind::split_call);
     for (Op op : {Op::gdn2, Op::kda, Op::gdn})
       metamorphic(op, "t40-c16-b2h3", GateKind::batch_head);
-    // packed sequences and grouped value heads (issue 14, docs/VARLEN.md):
+    // packed sequences and grouped value heads (issue 14, docs/VARLEN.md), on
+    // every family (the CUDA ones run them as a padded dense batch):
     // isolation and packing on every packed set, causality at each
     // sequence's points, batch-head over sequences and value heads
     for (const auto& [op, id] : {std::pair{Op::gdn2, "varlen-c16"},

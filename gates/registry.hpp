@@ -42,9 +42,6 @@ struct Family {
   std::vector<std::string> bwd_stages;  // ... and for a bwd gate (with the fwd ones)
   bool needs_gpu = false;
   int only_chunk = 0;  // the one chunk size the backend runs (0: every one)
-  // The backend takes packed sequences and grouped value heads (issue 14):
-  // the fixtures with cu_seqlens or HV are gated on it.
-  bool packs = false;
   // A family of a class other than f32 has no constant bars: each fixture's
   // bars and bias bands come from its class's noise (gates/noise.hpp), as in
   // `gate check --precision`.

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -88,6 +90,65 @@ struct Device {
 
 using Runner = void (*)(const DeviceProblem&, bool, LaunchLog&);
 
+// Packed sequences and grouped value heads (issue 14, docs/VARLEN.md) as the
+// kernels take them: a dense batch of one row per sequence, each row padded
+// after its last token to the longest sequence's length, and one head per
+// value head (q and k repeated over each key head's group). A padded token
+// has k = q = v = b = w = 0 and g = 0 (decay 1), so it adds exact zeros and
+// leaves the state as it is: each row's results are, bit for bit, those of
+// its sequence run alone, and its chunks start at its first token.
+struct PaddedDense {
+  KernelShape dense;
+  std::vector<SequenceRef> refs;  // the packed shape's sequences, in row-major order
+};
+
+PaddedDense padded_dense(const KernelShape& s) {
+  PaddedDense p;
+  p.refs = s.sequences();
+  p.dense = s;
+  p.dense.B = s.states();
+  p.dense.H = s.value_heads();
+  p.dense.HV = 0;
+  p.dense.cu_seqlens.clear();
+  p.dense.T = 0;
+  for (const SequenceRef& r : p.refs) p.dense.T = std::max(p.dense.T, r.length());
+  return p;
+}
+
+// Moves every token of a named tensor between the packed layout and the
+// padded dense one (state tensors: the same layout). `to_dense`: packed ->
+// dense (padding stays as `dense` holds it); else dense -> packed, where dq
+// and dk, per value head in the dense layout, are summed over each key
+// head's group in ascending value head.
+void move_tokens(const KernelShape& s, const PaddedDense& p, const std::string& name,
+                 std::vector<float>& packed, std::vector<float>& dense, bool to_dense) {
+  const int width = tensor_width(s, name);
+  if (width < 0) {  // [N, HV, K, V] both ways
+    if (to_dense)
+      dense = packed;
+    else
+      packed = dense;
+    return;
+  }
+  const int w = width == 0 ? 1 : width;
+  const bool key = on_key_heads(name);
+  const int heads = key ? s.H : s.value_heads(), group = s.value_heads() / s.H;
+  const KernelShape& d = p.dense;
+  for (const SequenceRef& r : p.refs) {
+    const int head = key ? r.key_head : r.value_head;
+    const bool first = r.value_head % group == 0;
+    for (int t = 0; t < r.length(); ++t)
+      for (int i = 0; i < w; ++i) {
+        float& x = packed[token_offset(s.T, heads, width, r.batch, r.begin + t, head, i)];
+        float& y = dense[token_offset(d.T, d.H, width, r.state, t, r.value_head, i)];
+        if (to_dense)
+          y = x;
+        else
+          x = key && !first ? x + y : y;
+      }
+  }
+}
+
 // What the kernels need to round under the shape's contract (all zero under f32).
 DeviceRounding device_rounding(const PrecisionContract& c) {
   DeviceRounding r;
@@ -120,6 +181,7 @@ class CudaBackend final : public Backend {
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
+    if (s.packed() || s.grouped()) return run_padded(s, in, phase, out, record);
     require_arithmetic(s);
     if (!gpu_available())
       throw InputError(
@@ -175,11 +237,6 @@ class CudaBackend final : public Backend {
   // backend's words; cuda-recurrent's K and V are cuda-chunk's (static_assert
   // above).
   void require_arithmetic(const KernelShape& s) const {
-    if (s.packed() || s.grouped())
-      throw InputError(fmt::format(
-          "backend {} does not take packed sequences (cu_seqlens) or grouped value heads (HV) "
-          "yet (issue 14, docs/VARLEN.md section 5); cpu-chunk and cpu-recurrent do.",
-          name_));
     switch (arithmetic_) {
       case Arithmetic::f32:
         require_f32_contract(s, name_);
@@ -207,6 +264,33 @@ class CudaBackend final : public Backend {
     if (!is_supported_chunk(s.chunk))
       throw InputError(
           fmt::format("backend {} supports chunk {}, not {}.", name_, chunk_sizes_text(), s.chunk));
+  }
+
+  // A packed or grouped shape through the dense kernels (PaddedDense): the
+  // outputs of the padded tokens are dropped; every output element of the
+  // packed shape is written from the dense run (NaN where the kernels left it
+  // unwritten). Grouped dq and dk sum the value heads' outputs, each already
+  // as written (bf16 in the bf16 class), and are written once more.
+  void run_padded(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
+                  ExecutionRecord& record) const {
+    PaddedDense p = padded_dense(s);
+    Buffers dense_in;
+    for (const auto& [name, values] : in) {
+      auto& moved = dense_in[name];
+      moved.assign(tensor_size(p.dense, name), 0.0f);
+      std::vector<float> source = values;
+      move_tokens(s, p, name, source, moved, true);
+    }
+    Buffers dense_out = allocate_outputs(p.dense, phase, std::nanf(""));
+    run(p.dense, dense_in, phase, dense_out, record);
+    record.note("layout:padded-dense");
+    for (auto& [name, values] : out) move_tokens(s, p, name, values, dense_out.at(name), false);
+    if (s.grouped() && phase == Phase::bwd) {
+      Buffers keys{{"dq", std::move(out.at("dq"))}, {"dk", std::move(out.at("dk"))}};
+      round_outputs(written_as(s), keys);
+      out.at("dq") = std::move(keys.at("dq"));
+      out.at("dk") = std::move(keys.at("dk"));
+    }
   }
 
   // The shape whose contract says how the outputs are written: cuda-tc's are

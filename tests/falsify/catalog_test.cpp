@@ -165,7 +165,7 @@ TEST(Catalog, PartialChunkFaultIsRedOnlyOnPartialChunks) {
   for (const auto& s : f.red)
     EXPECT_TRUE(s.fixtures == "partial-chunk+dense" || s.fixtures == "partial-chunk+packed")
         << s.fixtures;
-  EXPECT_TRUE(has_selector(f.red, "*.isolation", "partial-chunk+packed"))
+  EXPECT_TRUE(has_selector(f.red, "*.cpu-chunk.*.isolation", "partial-chunk+packed"))
       << "on a packed batch it reads the next sequence";
   EXPECT_TRUE(has_selector(f.green, "*", "whole-chunks+dense"));
 }

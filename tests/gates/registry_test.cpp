@@ -29,11 +29,12 @@ TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
   // split-call at chunks 32 and 64, batch-head on t40-c16-b2h3); cuda-tc: the
   // 20 chunk-64 fixtures in both phases, causality on the 4 chunk-64 ones and
   // split-call on the 3 chunk-64 ones. The 5 packed and grouped fixtures
-  // (issue 14) on the 2 CPU families: both phases, isolation, packing,
+  // (issue 14) on the 4 f32 families: both phases, isolation, packing,
   // causality and batch-head on the 3 packed ones, batch-head, split-call and
-  // causality on the 2 grouped ones.
-  EXPECT_EQ(gates.size(),
-            76u * 4 * 2 + 3 * 4 * (3 + 2 + 2 + 1) + 20 * 2 + 4 + 3 + 2 * (5 * 2 + 3 * 4 + 2 * 3));
+  // causality on the 2 grouped ones; on cuda-tc the 2 of chunk 64 (one packed,
+  // one grouped).
+  EXPECT_EQ(gates.size(), 76u * 4 * 2 + 3 * 4 * (3 + 2 + 2 + 1) + 20 * 2 + 4 + 3 +
+                              4 * (5 * 2 + 3 * 4 + 2 * 3) + (2 * 2 + 4 + 3));
   for (const char* name :
        {"gdn2.cpu-chunk.t32-c16.bwd", "kda.cpu-recurrent.t200-c64.fwd",
         "gdn.cuda-chunk.t32-c16-bf16.bwd", "gdn2.cuda-recurrent.t40-c16.split-call",
@@ -45,12 +46,10 @@ TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
         "gdn2.cpu-chunk.varlen-c16.isolation", "kda.cpu-recurrent.varlen-hv2-c32.packing",
         "kda.cpu-chunk.hv2-t65-c64-k8.batch-head", "gdn.cpu-recurrent.hv4-t40-c16.bwd"})
     EXPECT_TRUE(names.count(name)) << name;
-  // the CUDA backends do not take packed or grouped shapes yet (issue 14, step 5)
-  for (const auto& g : gates) {
-    if (!g.family->needs_gpu) continue;
-    EXPECT_EQ(g.fixture.find("varlen"), std::string::npos) << g.name;
-    EXPECT_EQ(g.fixture.find("/hv"), std::string::npos) << g.name;
-  }
+  for (const char* name :
+       {"kda.cuda-chunk.varlen-hv2-c32.isolation", "gdn2.cuda-recurrent.varlen-c16.packing",
+        "kda.cuda-tc.varlen-c64-k16.packing", "kda.cuda-tc.hv2-t65-c64-k8.batch-head"})
+    EXPECT_TRUE(names.count(name)) << name;
 }
 
 TEST(Registry, AFamilyOfOneChunkSizeHasOnlyThatChunkSizesGates) {
@@ -61,10 +60,12 @@ TEST(Registry, AFamilyOfOneChunkSizeHasOnlyThatChunkSizesGates) {
     ++tc[g.kind];
     EXPECT_NE(g.name.find("-c64"), std::string::npos) << g.name;
   }
-  EXPECT_EQ(tc[GateKind::oracle], 40);  // 20 chunk-64 fixtures, both phases
-  EXPECT_EQ(tc[GateKind::causality], 4);
-  EXPECT_EQ(tc[GateKind::split_call], 3);
-  EXPECT_EQ(tc[GateKind::batch_head], 0);  // its fixture is chunk 16
+  EXPECT_EQ(tc[GateKind::oracle], 44);  // 22 chunk-64 fixtures, both phases
+  EXPECT_EQ(tc[GateKind::causality], 6);
+  EXPECT_EQ(tc[GateKind::split_call], 4);
+  EXPECT_EQ(tc[GateKind::batch_head], 2);  // the chunk-64 packed and grouped ones
+  EXPECT_EQ(tc[GateKind::isolation], 1);
+  EXPECT_EQ(tc[GateKind::packing], 1);
 }
 
 TEST(Registry, GlobsSelectAndAGlobThatMatchesNothingIsAnError) {

@@ -1,5 +1,7 @@
-// tests/kernels/packed_test.cpp — cpu-chunk and cpu-recurrent on packed
-// sequences (cu_seqlens) and grouped value heads (HV > H), docs/VARLEN.md:
+// tests/kernels/packed_test.cpp — cpu-chunk and cpu-recurrent (and, where a
+// GPU is, cuda-chunk and cuda-recurrent: they run a packed shape as a padded
+// dense batch) on packed sequences (cu_seqlens) and grouped value heads
+// (HV > H), docs/VARLEN.md:
 // each output and gradient against the f64 oracle; the packing relation — the
 // packed run equals the sequences run one by one, bit for bit (the same code
 // in the same order); isolation — moving one sequence's inputs leaves every
@@ -28,6 +30,13 @@ kernels::Buffers run(const kernels::Backend& backend, const oracle::Problem& p) 
   return out;
 }
 
+// The f32 backends of this machine.
+std::vector<std::string> f32_backends() {
+  std::vector<std::string> names = {"cpu-chunk", "cpu-recurrent"};
+  if (kernels::gpu_available()) names.insert(names.end(), {"cuda-chunk", "cuda-recurrent"});
+  return names;
+}
+
 // 1 token, under a chunk, a chunk exactly, a chunk plus one, long (chunk 16);
 // two key heads, four value heads
 FixtureSpec packed_spec(oracle::Op op) {
@@ -43,7 +52,7 @@ TEST(PackedKernels, CpuBackendsMatchTheOracleOnPackedGroupedSequences) {
   for (oracle::Op op : {oracle::Op::gdn2, oracle::Op::kda, oracle::Op::gdn}) {
     const oracle::Problem p = oracle::draw_problem(packed_spec(op));
     const oracle::OracleOutput want = oracle::evaluate<double>(p, true, 2);
-    for (const char* name : {"cpu-chunk", "cpu-recurrent"}) {
+    for (const std::string& name : f32_backends()) {
       const kernels::Buffers got = run(kernels::find_backend(name), p);
       for (const auto& [term, values] : got) {
         ASSERT_EQ(values.size(), want.tensors.at(term).size()) << name << " " << term;
@@ -61,7 +70,7 @@ TEST(PackedKernels, APackedRunIsTheSequencesRunOneByOneBitForBit) {
     const FixtureSpec s = packed_spec(op);
     const oracle::Problem p = oracle::draw_problem(s);
     const kernels::KernelShape shape = gates::kernel_shape(s);
-    for (const char* name : {"cpu-chunk", "cpu-recurrent"}) {
+    for (const std::string& name : f32_backends()) {
       const kernels::Backend& backend = kernels::find_backend(name);
       const kernels::Buffers whole = run(backend, p);
       for (int n = 0; n < s.states(); ++n) {
@@ -119,7 +128,7 @@ TEST(PackedKernels, PerturbingOneSequenceLeavesEveryOtherBitwiseUnchanged) {
     for (std::size_t i = 0; i < k_row; ++i)
       moved.values["k"][static_cast<std::size_t>(begin) * k_row + i] *= 0.5;
     const kernels::KernelShape shape = gates::kernel_shape(s);
-    for (const char* name : {"cpu-chunk", "cpu-recurrent"}) {
+    for (const std::string& name : f32_backends()) {
       const kernels::Backend& backend = kernels::find_backend(name);
       const kernels::Buffers a = run(backend, p), b = run(backend, moved);
       std::size_t inside_moved = 0;
@@ -141,25 +150,6 @@ TEST(PackedKernels, PerturbingOneSequenceLeavesEveryOtherBitwiseUnchanged) {
         }
       }
       EXPECT_GT(inside_moved, 0u) << name << ": the moved sequence did not move";
-    }
-  }
-}
-
-TEST(PackedKernels, CudaBackendsRefusePackedOrGroupedShapes) {
-  for (const std::string& name : kernels::backend_names()) {
-    if (name.rfind("cuda", 0) != 0) continue;
-    const kernels::Backend* backend = &kernels::find_backend(name);
-    kernels::KernelShape s = gates::kernel_shape(packed_spec(oracle::Op::gdn2));
-    kernels::Buffers out;
-    kernels::ExecutionRecord record;
-    try {
-      backend->run(s, {}, kernels::Phase::fwd, out, record);
-      ADD_FAILURE() << backend->name() << " ran a packed shape";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("does not take packed sequences (cu_seqlens) or "
-                                           "grouped value heads (HV) yet"),
-                std::string::npos)
-          << e.what();
     }
   }
 }
