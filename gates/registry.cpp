@@ -55,7 +55,9 @@ const std::vector<Family>& families() {
        bars::cuda_chunk,
        {"fwd.intra", "fwd.inter"},
        {"bwd.bk2", "bwd.bk1", "bwd.glue"},
-       true},
+       true,
+       0,
+       false},  // packed: a padded dense batch (kernels/cuda/backends.cu)
       {"cuda-recurrent",
        Precision::f32,
        bars::cuda_recurrent,

@@ -42,6 +42,10 @@ struct Family {
   std::vector<std::string> bwd_stages;  // ... and for a bwd gate (with the fwd ones)
   bool needs_gpu = false;
   int only_chunk = 0;  // the one chunk size the backend runs (0: every one)
+  // A packed sequence's results are bit for bit the sequence's run alone; if
+  // not (cuda-chunk: a padded last chunk sums its gate gradient in another
+  // order), the packing gate holds them to the family's bars instead.
+  bool packs_bitwise = true;
   // A family of a class other than f32 has no constant bars: each fixture's
   // bars and bias bands come from its class's noise (gates/noise.hpp), as in
   // `gate check --precision`.

@@ -113,6 +113,33 @@ TEST(PackedGates, ALeakBetweenSequencesFailsIsolationAndPackingNotCausality) {
   EXPECT_EQ(run_with("gdn2.cpu-chunk.varlen-c16.causality", leaky).verdict, Verdict::pass);
 }
 
+// A family whose packed run is not bitwise its sequences alone
+// (packs_bitwise false: cuda-chunk) holds them to its bars: the clean kernel
+// is green, the leak of 1e-3 red.
+TEST(PackedGates, APackingGateAtTheBarsIsGreenCleanAndRedOnALeak) {
+  Family family = *testing::registered("gdn2.cpu-chunk.varlen-c16.packing").family;
+  family.packs_bitwise = false;
+  Gate gate = testing::registered("gdn2.cpu-chunk.varlen-c16.packing");
+  gate.family = &family;
+  RunOptions options;
+  options.fixtures_dir = testing::fixtures_folder();
+  const GateResult clean = run_gate(gate, options);
+  EXPECT_EQ(clean.verdict, Verdict::pass) << ::testing::PrintToString(clean.reasons);
+  const Broken leaky(
+      "cpu-chunk", [](const KernelShape& s, Buffers&, Buffers& out, ExecutionRecord&, bool before) {
+        if (before || !s.packed()) return;
+        auto& o = out["o"];
+        const std::size_t token = static_cast<std::size_t>(s.value_heads()) * s.V;
+        const auto last = static_cast<std::size_t>(s.cu_seqlens[s.cu_seqlens.size() - 2]);
+        for (std::size_t i = 0; i < token; ++i) o[last * token + i] += 0.1f * o[i];
+      });
+  options.backend = &leaky;
+  const GateResult r = run_gate(gate, options);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_TRUE(mentions(r.reasons, "o of sequence 5 (length 67) packed vs alone: o: rel"))
+      << ::testing::PrintToString(r.reasons);
+}
+
 // A packed run that depends on how many sequences it holds: the batch-head
 // gate's doubled set of sequences sees it.
 TEST(PackedGates, DependingOnTheSequenceCountFailsBatchHead) {
