@@ -15,11 +15,11 @@ bin=$falsify_bin
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
 
-expect 0 '^29 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by-one +kernel +fault-point' 'missing-barrier-bk2 +kernel +sync-build' 'missing-barrier-tc +kernel +sync-build' \
+expect 0 '^32 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by-one +kernel +fault-point' 'missing-barrier-bk2 +kernel +sync-build' 'missing-barrier-tc +kernel +sync-build' \
   'oracle-double-exp +oracle +generator' -- falsify list
 
 # a campaign of three faults over both CPU backends, with a report
-expect 0 'baseline cpu-chunk: 176 gates' 'clean 176/176 green, poison 176/176 red' \
+expect 0 'baseline cpu-chunk: 204 gates' 'clean 204/204 green, poison 204/204 red' \
   'dg-sign-flipped +cpu-chunk +Killed +[a-z0-9.-]+\.bwd dg margin' \
   'dg-sign-flipped +cpu-recurrent +Killed' 'oracle-double-exp +oracle +Killed' \
   'layout-swapped +cpu-recurrent +Killed' 'tracked files unchanged' '^verdict PASS' -- \
@@ -113,6 +113,6 @@ fi
 # a normal build has no fault points: it refuses a campaign
 bin=$normal_bin
 expect 2 'needs the falsify build' -- falsify run
-expect 0 '^29 faults' -- falsify list
+expect 0 '^32 faults' -- falsify list
 
 finish "falsify CLI"

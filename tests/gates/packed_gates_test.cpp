@@ -90,17 +90,23 @@ TEST(PackedGates, CausalityIsProbedInEverySequenceAndAtEveryBoundary) {
   EXPECT_EQ(causality_points(s), causality_points(140, 16));
 }
 
+// cpu-chunk with `amount` of the first token's o (sequence 0's) added to the
+// last sequence's first token, on a packed shape.
+Broken leak_into_last_sequence(float amount) {
+  return Broken("cpu-chunk", [amount](const KernelShape& s, Buffers&, Buffers& out,
+                                      ExecutionRecord&, bool before) {
+    if (before || !s.packed()) return;
+    auto& o = out["o"];
+    const std::size_t token = static_cast<std::size_t>(s.value_heads()) * s.V;
+    const auto last = static_cast<std::size_t>(s.cu_seqlens[s.cu_seqlens.size() - 2]);
+    for (std::size_t i = 0; i < token; ++i) o[last * token + i] += amount * o[i];
+  });
+}
+
 // Sequence 0's o leaks into the last sequence: isolation and packing see it,
 // causality (the leak runs forward in time) does not.
 TEST(PackedGates, ALeakBetweenSequencesFailsIsolationAndPackingNotCausality) {
-  const Broken leaky(
-      "cpu-chunk", [](const KernelShape& s, Buffers&, Buffers& out, ExecutionRecord&, bool before) {
-        if (before || !s.packed()) return;
-        auto& o = out["o"];
-        const std::size_t token = static_cast<std::size_t>(s.value_heads()) * s.V;
-        const auto last = static_cast<std::size_t>(s.cu_seqlens[s.cu_seqlens.size() - 2]);
-        for (std::size_t i = 0; i < token; ++i) o[last * token + i] += 1e-3f * o[i];
-      });
+  const Broken leaky = leak_into_last_sequence(1e-3f);
   const GateResult isolation = run_with("gdn2.cpu-chunk.varlen-c16.isolation", leaky);
   EXPECT_EQ(isolation.verdict, Verdict::fail);
   EXPECT_TRUE(mentions(isolation.reasons, "o of the other sequences unchanged, sequence 0 moved:"))
@@ -115,7 +121,7 @@ TEST(PackedGates, ALeakBetweenSequencesFailsIsolationAndPackingNotCausality) {
 
 // A family whose packed run is not bitwise its sequences alone
 // (packs_bitwise false: cuda-chunk) holds them to its bars: the clean kernel
-// is green, the leak of 1e-3 red.
+// is green, a leak of 0.1 red.
 TEST(PackedGates, APackingGateAtTheBarsIsGreenCleanAndRedOnALeak) {
   Family family = *testing::registered("gdn2.cpu-chunk.varlen-c16.packing").family;
   family.packs_bitwise = false;
@@ -125,14 +131,7 @@ TEST(PackedGates, APackingGateAtTheBarsIsGreenCleanAndRedOnALeak) {
   options.fixtures_dir = testing::fixtures_folder();
   const GateResult clean = run_gate(gate, options);
   EXPECT_EQ(clean.verdict, Verdict::pass) << ::testing::PrintToString(clean.reasons);
-  const Broken leaky(
-      "cpu-chunk", [](const KernelShape& s, Buffers&, Buffers& out, ExecutionRecord&, bool before) {
-        if (before || !s.packed()) return;
-        auto& o = out["o"];
-        const std::size_t token = static_cast<std::size_t>(s.value_heads()) * s.V;
-        const auto last = static_cast<std::size_t>(s.cu_seqlens[s.cu_seqlens.size() - 2]);
-        for (std::size_t i = 0; i < token; ++i) o[last * token + i] += 0.1f * o[i];
-      });
+  const Broken leaky = leak_into_last_sequence(0.1f);
   options.backend = &leaky;
   const GateResult r = run_gate(gate, options);
   EXPECT_EQ(r.verdict, Verdict::fail);
