@@ -117,14 +117,20 @@ void print_result(const gates::GateResult& r) {
         return t.status == gates::TermStatus::pass && t.rel == 0.0;
       });
   if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate's relations
-    // bitwise, but for split-call's splits inside a chunk, held to the oracle
-    const auto to_oracle = std::count_if(r.terms.begin(), r.terms.end(), [](const auto& t) {
-      return t.term.find(" vs oracle") != std::string::npos;
-    });
+    // bitwise, but for split-call's splits inside a chunk, held to the oracle,
+    // and cuda-chunk's packing, held to its bars against each sequence alone
+    auto count = [&](const char* label) {
+      return std::count_if(r.terms.begin(), r.terms.end(),
+                           [&](const auto& t) { return t.term.find(label) != std::string::npos; });
+    };
+    const auto to_oracle = count(" vs oracle"), to_alone = count(" packed vs alone");
     if (!r.terms.empty())
-      detail = to_oracle == 0 ? fmt::format("{} relations, bitwise", r.terms.size())
-                              : fmt::format("{} relations: {} bitwise, {} at the oracle's bars",
-                                            r.terms.size(), r.terms.size() - to_oracle, to_oracle);
+      detail =
+          to_alone > 0
+              ? fmt::format("{} relations at the bars, against each sequence alone", r.terms.size())
+          : to_oracle == 0 ? fmt::format("{} relations, bitwise", r.terms.size())
+                           : fmt::format("{} relations: {} bitwise, {} at the oracle's bars",
+                                         r.terms.size(), r.terms.size() - to_oracle, to_oracle);
   } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
   } else if (worst) {
