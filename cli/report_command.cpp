@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/gate_command.hpp"
+#include "core/files.hpp"
 #include "falsify/report.hpp"
 #include "gates/report_file.hpp"
+#include "reports/html/html_report.hpp"
 
 namespace deltaproof::cli {
 using nlohmann::json;
@@ -264,11 +266,33 @@ void add_report_command(CLI::App& app, ReportArguments& a) {
       "diff", "Compare two reports gate by gate and term by term (exit 1 if anything turned red)");
   a.diff->add_option("A", a.before, "the report before")->required();
   a.diff->add_option("B", a.after, "the report after")->required();
+  a.diff->add_option("--html", a.diff_html, "also write the diff as one self-contained HTML page");
+  a.html = report->add_subcommand(
+      "html", "Write gate and campaign reports as one self-contained HTML page (no network)");
+  a.html->add_option("reports", a.html_inputs, "gate reports and falsify campaign reports")
+      ->required();
+  a.html->add_option("-o,--out", a.html_out, "the page to write")->required();
 }
+
+namespace {
+
+void write_page(const std::string& path, const std::string& html) {
+  write_text_atomically(path, html);
+  fmt::print("wrote {} ({:.1f} kB)\n", path, html.size() / 1024.0);
+}
+
+}  // namespace
 
 int run_report_command(const ReportArguments& a) {
   if (a.show->parsed()) return show(a.file, a.all_gates);
-  return diff(a.before, a.after);
+  if (a.html->parsed()) {
+    std::vector<std::filesystem::path> inputs(a.html_inputs.begin(), a.html_inputs.end());
+    write_page(a.html_out, html::reports_page(inputs));
+    return 0;
+  }
+  const int status = diff(a.before, a.after);
+  if (!a.diff_html.empty()) write_page(a.diff_html, html::diff_page(a.before, a.after));
+  return status;
 }
 
 }  // namespace deltaproof::cli

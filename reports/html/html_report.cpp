@@ -1,0 +1,860 @@
+// reports/html/html_report.cpp — see html_report.hpp.
+#include "reports/html/html_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "falsify/report.hpp"
+#include "gates/report_file.hpp"
+#include "reports/html/page.hpp"
+#include "reports/html/svg.hpp"
+
+namespace deltaproof::html {
+using nlohmann::json;
+
+namespace {
+
+using gates::GateResult;
+using gates::TermComparison;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string number_value(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{}", value);
+}
+
+std::string json_figure(const json& value) {
+  return value.is_number() ? figure(value.get<double>()) : "-";
+}
+
+std::string json_text(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return "";
+  const json& value = object[key];
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// object[key], or null when `object` is not an object or lacks it (a
+// reference into the report, so pointers to its elements stay valid).
+const json& member(const json& object, const char* key) {
+  static const json null;
+  if (!object.is_object()) return null;
+  const auto found = object.find(key);
+  return found == object.end() ? null : *found;
+}
+
+std::string code(std::string_view text) { return "<code>" + escape(text) + "</code>"; }
+
+// ---- a term's error against its bar ---------------------------------------
+
+// A relation compared bit for bit (metamorphic kinds without a bar).
+bool is_bitwise(const GateResult& gate, const TermComparison& term) {
+  return gate.kind != "oracle" && gate.kind != "check" && !(term.bar > 0);
+}
+
+bool compared(const TermComparison& term) {
+  return term.status != gates::TermStatus::not_compared &&
+         term.status != gates::TermStatus::missing;
+}
+
+// error / bar: the figure every plot of a gate report draws. A bitwise term
+// is 0 when exact and inf otherwise; a null rel is inf when the candidate held
+// NaN or inf, NaN (unmeasured) otherwise.
+double over_bar(double error, double bar, bool infinite = false) {
+  if (!std::isfinite(error)) return infinite ? kInf : std::nan("");
+  if (!(bar > 0)) return error == 0.0 ? 0.0 : kInf;
+  return error / bar;
+}
+
+double term_over_bar(const TermComparison& term) {
+  return over_bar(term.rel, term.bar, gates::rel_infinite(term));
+}
+
+double gate_worst(const GateResult& gate) {
+  double worst = std::nan("");
+  for (const auto& term : gate.terms) {
+    if (!compared(term)) continue;
+    const double r = term_over_bar(term);
+    if (!std::isnan(r) && !(r <= worst)) worst = r;
+  }
+  return worst;
+}
+
+std::string ratio_text(double ratio) {
+  if (std::isnan(ratio)) return "-";
+  if (std::isinf(ratio)) return "inf";
+  return ratio == 0.0 ? "0" : fmt::format("{:.3g}", ratio);
+}
+
+// The plots' scale of error / bar: six decades under the bar, one above.
+constexpr int kDecadesBelow = 6, kDecadesAbove = 1;
+
+// Position 0..1 of error / bar on that scale (0 for an exact 0).
+double scale_position(double ratio) {
+  if (!(ratio > 0)) return 0.0;
+  const double f = (std::log10(ratio) + kDecadesBelow) / (kDecadesBelow + kDecadesAbove);
+  return std::clamp(f, 0.0, 1.0);
+}
+
+std::string term_tooltip(const GateResult& gate, const TermComparison& term) {
+  if (!compared(term)) return fmt::format("{}: {}", term.term, gates::status_name(term.status));
+  const std::string bar = is_bitwise(gate, term) ? "bitwise" : figure(term.bar);
+  return fmt::format("{}: rel {} / bar {} = {} ({})", term.term,
+                     gates::rel_infinite(term) ? "inf" : figure(term.rel), bar,
+                     ratio_text(term_over_bar(term)), gates::status_name(term.status));
+}
+
+// The gate table's picture: one column per term, its height error / bar on
+// the log scale, the bar a line across; red above it. The term names below.
+std::string term_strip(const GateResult& gate) {
+  constexpr double kColumn = 24, kPlot = 30, kTop = 3, kLabels = 12;
+  const double width = std::max<double>(kColumn * gate.terms.size(), kColumn) + 2;
+  Svg svg(width, kTop + kPlot + kLabels, "each term's error over its bar");
+  const double bar_y = kTop + kPlot * (1.0 - scale_position(1.0));
+  svg.rect(0, kTop, width, kPlot, "#f4f4f4");
+  for (std::size_t i = 0; i < gate.terms.size(); ++i) {
+    const TermComparison& term = gate.terms[i];
+    const double x = 1 + kColumn * i;
+    svg.text(x + kColumn / 2, kTop + kPlot + kLabels - 2, term.term, "middle", "font-size=\"9\"");
+    if (!compared(term)) {
+      svg.rect(x + 6, kTop + kPlot - 2, kColumn - 12, 2, colour::neutral, term_tooltip(gate, term));
+      continue;
+    }
+    const double ratio = term_over_bar(term);
+    const double top = kTop + kPlot * (1.0 - scale_position(ratio));
+    const bool red = term.status != gates::TermStatus::pass;
+    svg.rect(x + 4, top, kColumn - 8, std::max(kTop + kPlot - top, 1.5),
+             red ? colour::fail : colour::pass, term_tooltip(gate, term));
+  }
+  svg.line(0, bar_y, width, bar_y, "#1a1a1a", "stroke-width=\"1\" stroke-dasharray=\"3 2\"");
+  return svg.finish();
+}
+
+// The heat map's legend: the scale from 1e-6 of the bar to 10x, the bar marked.
+std::string heat_legend() {
+  constexpr double kWidth = 300, kStrip = 12;
+  Svg svg(kWidth + 80, 36, "colour scale: error over the bar, log 10");
+  constexpr int kSteps = 70;
+  for (int s = 0; s < kSteps; ++s)
+    svg.rect(10 + kWidth * s / kSteps, 2, kWidth / kSteps + 0.5, kStrip,
+             viridis((s + 0.5) / kSteps));
+  for (int d = -kDecadesBelow; d <= kDecadesAbove; ++d) {
+    const double x = 10 + kWidth * (d + kDecadesBelow) / (kDecadesBelow + kDecadesAbove);
+    svg.line(x, 2, x, kStrip + 5, "#1a1a1a");
+    svg.text(x, kStrip + 16, d == 0 ? "bar" : fmt::format("1e{}", d), "middle",
+             d == 0 ? "font-size=\"10\" font-weight=\"bold\"" : "font-size=\"10\"");
+  }
+  const double bar_x = 10 + kWidth * kDecadesBelow / (kDecadesBelow + kDecadesAbove);
+  svg.line(bar_x, 0, bar_x, kStrip + 5, "#1a1a1a", "stroke-width=\"3\"");
+  svg.text(kWidth + 18, kStrip, "\u00d7 above", "start", "font-size=\"10\"");
+  return svg.finish();
+}
+
+// Term-by-chunk heat map: a row per term, a column per chunk (max |a-b| in
+// the chunk over the term's max |b|, over the bar), then the whole term.
+// Above the bar: a cross and a vermillion frame; the worst chunk: a dot.
+std::string heat_map(const GateResult& gate) {
+  std::size_t chunks = 0;
+  for (const auto& term : gate.terms) chunks = std::max(chunks, term.chunk_rel.size());
+  constexpr std::size_t kMaxColumns = 128;  // more chunks are binned, each bin its max
+  const std::size_t per_bin = std::max<std::size_t>(1, (chunks + kMaxColumns - 1) / kMaxColumns);
+  const std::size_t columns = (chunks + per_bin - 1) / per_bin;
+  constexpr double kLabel = 52, kRow = 20, kHead = 18, kGap = 16, kWhole = 40;
+  const double cell = columns ? std::clamp(720.0 / columns, 8.0, 40.0) : 0.0;
+  const double width = kLabel + cell * columns + kGap + kWhole + 4;
+  const double height = kHead + kRow * gate.terms.size() + 4;
+  Svg svg(width, height, fmt::format("{}: error per term and chunk", gate.name));
+  // chunk numbers over their columns, as many as fit at 28 px apart
+  const std::size_t every =
+      std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(28.0 / cell)));
+  if (columns) svg.text(kLabel - 6, 12, "chunk", "end", "font-size=\"10\"");
+  for (std::size_t column = 0; column < columns; column += every)
+    svg.text(kLabel + cell * column + cell / 2, 12, fmt::format("{}", column * per_bin), "middle",
+             "font-size=\"10\"");
+  svg.text(kLabel + cell * columns + kGap + kWhole / 2, 11, "term", "middle", "font-size=\"10\"");
+  auto draw = [&](double x, double y, double w, double ratio, bool worst, std::string tip) {
+    const bool above = ratio > 1.0;
+    const std::string fill = std::isnan(ratio) ? "#ffffff"
+                             : ratio == 0      ? "#e6e6e6"
+                                               : viridis(scale_position(ratio));
+    svg.rect(x, y, w - 1, kRow - 2, fill, tip,
+             above ? "stroke=\"#D55E00\" stroke-width=\"2\"" : "stroke=\"none\"");
+    if (above) {
+      svg.line(x + 2, y + 2, x + w - 3, y + kRow - 4, "#1a1a1a", "stroke-width=\"1.5\"");
+      svg.line(x + w - 3, y + 2, x + 2, y + kRow - 4, "#1a1a1a", "stroke-width=\"1.5\"");
+    } else if (worst) {
+      svg.element("circle", fmt::format("cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"",
+                                        px(x + w / 2 - 0.5), px(y + kRow / 2 - 1),
+                                        scale_position(ratio) > 0.6 ? "#1a1a1a" : "#ffffff"));
+    }
+  };
+  for (std::size_t r = 0; r < gate.terms.size(); ++r) {
+    const TermComparison& term = gate.terms[r];
+    const double y = kHead + kRow * r;
+    svg.text(kLabel - 6, y + kRow - 6, term.term, "end", "font-size=\"11\"");
+    const std::vector<double>& rel = term.chunk_rel;
+    std::size_t worst = rel.size();
+    for (std::size_t c = 0; c < rel.size(); ++c)
+      if (std::isfinite(rel[c]) && (worst == rel.size() || rel[c] > rel[worst])) worst = c;
+    for (std::size_t column = 0; column * per_bin < rel.size(); ++column) {
+      const std::size_t first = column * per_bin, last = std::min(rel.size(), first + per_bin);
+      double value = std::nan("");
+      for (std::size_t c = first; c < last; ++c)
+        if (std::isfinite(rel[c]) && !(rel[c] <= value)) value = rel[c];
+      const std::string where = per_bin == 1 ? fmt::format("chunk {}", first)
+                                             : fmt::format("chunks {}-{}", first, last - 1);
+      const double ratio = std::isnan(value) ? value : over_bar(value, term.bar);
+      draw(kLabel + cell * column, y, cell, ratio, worst >= first && worst < last,
+           fmt::format("{} {}: rel {} / bar {} = {}", term.term, where, figure(value),
+                       is_bitwise(gate, term) ? "bitwise" : figure(term.bar), ratio_text(ratio)));
+    }
+    const double whole = compared(term) ? term_over_bar(term) : std::nan("");
+    draw(kLabel + cell * columns + kGap, y, kWhole, whole, false, term_tooltip(gate, term));
+  }
+  return svg.finish();
+}
+
+// ---- a gate's details -----------------------------------------------------
+
+std::string terms_table(const GateResult& gate) {
+  std::string out =
+      "<table><thead><tr><th>term</th><th>status</th><th>rel</th><th>bar</th><th>rel / "
+      "bar</th><th>margin</th><th>rms rel</th><th>worst index</th><th>noise</th><th>message</th>"
+      "</tr></thead><tbody>";
+  for (const auto& term : gate.terms) {
+    const bool bitwise = is_bitwise(gate, term);
+    const std::string worst =
+        term.worst_index.empty()
+            ? "-"
+            : fmt::format("({})=({})", term.index_names, fmt::join(term.worst_index, ","));
+    std::string noise = "-";
+    if (term.noise.measured)
+      noise = fmt::format("slope {:.3g} in [{:.3g}, {:.3g}]; most biased: {} ({:.2f} of its band)",
+                          term.noise.alpha, term.noise.alpha_lo, term.noise.alpha_hi,
+                          term.noise.bias_where, term.noise.bias_excess);
+    out += fmt::format(
+        "<tr data-term=\"{0}\"><td><b>{0}</b></td><td>{1}</td><td class=\"num\">{2}</td>"
+        "<td class=\"num\">{3}</td><td class=\"num\">{4}</td><td class=\"num\">{5}</td>"
+        "<td class=\"num\">{6}</td><td class=\"mono\">{7}</td><td>{8}</td><td class=\"message\">{9}"
+        "</td></tr>",
+        escape(term.term), badge(gates::status_name(term.status)),
+        gates::rel_infinite(term) ? "inf" : figure(term.rel),
+        bitwise ? "bitwise" : fmt::format("{:.1e}", term.bar),
+        compared(term) ? ratio_text(term_over_bar(term)) : "-",
+        bitwise ? "-" : (std::isfinite(term.margin) ? fmt::format("{:.3g}", term.margin) : "-"),
+        figure(term.rms_rel), escape(worst), escape(noise), escape(term.message));
+  }
+  return out + "</tbody></table>";
+}
+
+std::string spec_text(const json& fixture) {
+  if (!fixture.is_object() || !fixture.contains("spec")) return "-";
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : fixture["spec"].items())
+    parts.push_back(
+        fmt::format("{}={}", key, value.is_string() ? value.get<std::string>() : value.dump()));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::string bars_text(const json& bars) {
+  if (!bars.is_object()) return "-";
+  std::vector<std::string> parts;
+  for (const char* phase : {"fwd", "bwd"}) {
+    if (!bars.contains(phase) || !bars[phase].is_object()) continue;
+    const json& b = bars[phase];
+    parts.push_back(fmt::format(
+        "{} bar {}: clean worst {} ({}), smallest fault {} ({})", phase, json_figure(b["bar"]),
+        json_figure(b.value("clean_worst", json())), json_text(b, "clean_where"),
+        json_figure(b.value("smallest_fault", json())), json_text(b, "fault_where")));
+  }
+  return escape(fmt::format("{}", fmt::join(parts, "; ")));
+}
+
+std::string gate_details(const GateResult& gate) {
+  std::string out;
+  if (!gate.reasons.empty()) {
+    out += "<ul class=\"tight reason\">";
+    for (const auto& reason : gate.reasons) out += "<li>" + escape(reason) + "</li>";
+    out += "</ul>";
+  }
+  out += terms_table(gate);
+  bool any_chunks = false;
+  for (const auto& term : gate.terms) any_chunks = any_chunks || !term.chunk_rel.empty();
+  out += fmt::format(
+      "<h3>error per term and chunk</h3><p class=\"note\">Each cell: max |a-b| in the chunk over "
+      "the term's max |b|, over the bar, on a log scale; the last column is the whole term. "
+      "{}</p><div class=\"scroll heat\">{}</div><div class=\"legend\">{}</div>",
+      any_chunks ? "The dot marks each term's worst chunk." : "(no per-chunk figures: states only)",
+      heat_map(gate), heat_legend());
+  std::vector<std::string> record;
+  for (const auto& [stage, launches] : gate.record.stages)
+    record.push_back(fmt::format("{} x{}", stage, launches));
+  out += key_values({
+      {"fixture", code(json_text(gate.fixture, "path"))},
+      {"sha256", code(json_text(gate.fixture, "sha256"))},
+      {"spec", code(spec_text(gate.fixture))},
+      {"bars", bars_text(gate.bars)},
+      {"determinism",
+       escape(fmt::format(
+           "{} runs in process, {} in fresh processes: {}", gate.determinism.repeats,
+           gate.determinism.replays,
+           gate.determinism.identical ? "identical" : gate.determinism.first_difference))},
+      {"launches", code(fmt::format("{}", fmt::join(record, ", ")))},
+  });
+  return out;
+}
+
+// ---- a gate report --------------------------------------------------------
+
+std::string gate_report_section(const gates::ReportFile& report, const std::string& anchor) {
+  int passed = 0, failed = 0, skipped = 0;
+  double seconds = 0;
+  for (const auto& gate : report.gates) {
+    passed += gate.verdict == gates::Verdict::pass;
+    failed += gate.verdict == gates::Verdict::fail;
+    skipped += gate.verdict == gates::Verdict::skipped;
+    seconds += gate.seconds;
+  }
+  std::string out = fmt::format(
+      "<section class=\"gate-report\" id=\"{}\"><h2>gate report: {}</h2>"
+      "<p class=\"big\"><span class=\"verdict\">{}</span> <span class=\"counts\">{} gates: {} "
+      "passed, {} failed, {} skipped</span> ({:.1f} s of gate time)</p>",
+      escape(anchor), escape(report.path.filename().string()),
+      badge(gates::verdict_name(report.verdict)), report.gates.size(), passed, failed, skipped,
+      seconds);
+  out += key_values({{"file", code(report.path.string())},
+                     {"tool", escape(report.tool)},
+                     {"commit", code(report.git_commit)},
+                     {"device", escape(report.device)},
+                     {"host", escape(fmt::format("{} ({}, {} CPUs)", report.host_name,
+                                                 report.host_system, report.host_cpus))},
+                     {"date", escape(report.created)},
+                     {"command", code(report.command)},
+                     {"schema", escape(report.schema)}});
+  out +=
+      "<p class=\"note\">Each gate's picture: one column per term, its error over its bar on a log "
+      "scale from 1e-6 of the bar to 10x; the dashed line is the bar, blue passes, vermillion "
+      "does not (hover for the figures). <b>rel / bar</b> is the gate's worst term; a bitwise "
+      "relation is 0 when exact, inf otherwise. + opens a gate; red gates start open.</p>";
+  Table table(anchor + "-gates", "gates",
+              {{"name", "gate"},
+               {"verdict", "verdict", false, true},
+               {"op", "op", false, true},
+               {"backend", "backend", false, true},
+               {"phase", "phase", false, true},
+               {"kind", "kind", false, true},
+               {"precision", "class", false, true},
+               {"worst", "rel / bar", true},
+               {"", "terms against their bars"},
+               {"seconds", "seconds", true}});
+  for (const auto& gate : report.gates) {
+    const double worst = gate_worst(gate);
+    table.add_row(
+        {escape(gate.name), badge(gates::verdict_name(gate.verdict)), escape(gate.op),
+         escape(gate.backend), escape(gate.phase), escape(gate.kind), escape(gate.precision),
+         ratio_text(worst), term_strip(gate), fmt::format("{:.3f}", gate.seconds)},
+        {{"name", gate.name},
+         {"verdict", std::string(gates::verdict_name(gate.verdict))},
+         {"op", gate.op},
+         {"backend", gate.backend},
+         {"phase", gate.phase},
+         {"kind", gate.kind},
+         {"precision", gate.precision},
+         {"worst", number_value(worst)},
+         {"seconds", number_value(gate.seconds)}},
+        gate_details(gate), gate.verdict == gates::Verdict::fail);
+  }
+  return out + table.finish() + "</section>";
+}
+
+// ---- a campaign report ----------------------------------------------------
+
+// "gdn2.cpu-chunk.t16-c16.fwd" without its backend: "gdn2.t16-c16.fwd".
+std::string without_backend(const std::string& gate, const std::string& backend) {
+  const std::string infix = "." + backend + ".";
+  const auto at = gate.find(infix);
+  return at == std::string::npos ? gate : gate.substr(0, at) + "." + gate.substr(at + infix.size());
+}
+
+// The fault-by-gate matrix of one backend: a row per fault, a column per
+// gate; filled where the fault turned the gate red, the killer outlined.
+std::string fault_matrix(const json& d, const std::string& backend) {
+  std::vector<std::string> gates;
+  for (const auto& s : d["separation"])
+    if (s.value("backend", "") == backend) gates.push_back(s.value("gate", ""));
+  std::vector<const json*> faults;
+  for (const auto& f : d["faults"])
+    if (f.value("backend", "") == backend) faults.push_back(&f);
+  if (gates.empty() || faults.empty()) return "";
+  std::map<std::string, std::size_t> column;
+  for (std::size_t g = 0; g < gates.size(); ++g) column[gates[g]] = g;
+  constexpr double kCell = 9, kRow = 14, kLabel = 300, kStatus = 110;
+  std::size_t longest = 0;
+  for (const auto& g : gates) longest = std::max(longest, without_backend(g, backend).size());
+  const double head = 6.0 * longest + 8;
+  const double width = kLabel + kStatus + kCell * gates.size() + 8;
+  const double height = head + kRow * faults.size() + 4;
+  Svg svg(width, height, fmt::format("faults by gates on {}", backend));
+  for (std::size_t g = 0; g < gates.size(); ++g) {
+    const double x = kLabel + kStatus + kCell * g + kCell / 2 + 3;
+    svg.text(x, head - 4, without_backend(gates[g], backend), "start",
+             fmt::format("font-size=\"9\" transform=\"rotate(-90 {} {})\"", px(x), px(head - 4)));
+  }
+  for (std::size_t r = 0; r < faults.size(); ++r) {
+    const json& f = *faults[r];
+    const double y = head + kRow * r;
+    const std::string status = f.value("status", "");
+    if (r % 2 == 0) svg.rect(0, y, width, kRow, "#f4f4f4");
+    svg.text(kLabel - 6, y + kRow - 3, f.value("fault", ""), "end", "font-size=\"11\"");
+    const bool ok = status == "Killed" || status == "Ignored";
+    svg.text(kLabel, y + kRow - 3, status, "start",
+             fmt::format("font-size=\"11\" font-weight=\"bold\" fill=\"{}\"",
+                         ok ? colour::pass : colour::fail));
+    std::map<std::size_t, const json*> red;
+    for (const auto& entry : member(f, "red"))
+      if (const auto found = column.find(entry.value("gate", "")); found != column.end())
+        red[found->second] = &entry;
+    const std::string killer = f.value("gate", "");
+    for (std::size_t g = 0; g < gates.size(); ++g) {
+      const double x = kLabel + kStatus + kCell * g;
+      const auto found = red.find(g);
+      if (found == red.end()) {
+        svg.rect(x + 0.5, y + 2, kCell - 1, kRow - 4, "#dcdcdc",
+                 fmt::format("{} on {}: green", f.value("fault", ""), gates[g]));
+        continue;
+      }
+      const json& e = *found->second;
+      const bool is_killer = gates[g] == killer;
+      svg.rect(x + 0.5, y + 2, kCell - 1, kRow - 4, is_killer ? "#1a1a1a" : colour::fail,
+               fmt::format("{} on {}: red on {} (error {} / bar {}){}", f.value("fault", ""),
+                           gates[g], fmt::join(e.value("terms", std::vector<std::string>{}), ", "),
+                           json_figure(e.value("error", json())),
+                           json_figure(e.value("bar", json())), is_killer ? "; the killer" : ""),
+               "");
+    }
+  }
+  return svg.finish();
+}
+
+// Separation: each gate's clean error (x) against the smallest error a kernel
+// fault made on it (y), log-log; y = x and y = 10 x drawn. A point under the
+// 10x line is a weak gate. Gates no fault turned red sit on the top edge.
+std::string separation_plot(const json& d) {
+  constexpr double kLeft = 64, kBottom = 44, kSize = 420, kTop = 14, kRight = 220;
+  LogAxis x_axis{1e-9, 1e-6, kLeft, kLeft + kSize};
+  LogAxis y_axis{1e-9, 1e-6, kTop + kSize, kTop};
+  for (const auto& s : d["separation"]) {
+    const json& clean = s["clean_error"];
+    const json& fault = s["smallest_fault_error"];
+    if (clean.is_number()) {
+      x_axis.widen(clean.get<double>());
+      y_axis.widen(clean.get<double>());
+    }
+    if (fault.is_number()) y_axis.widen(fault.get<double>());
+  }
+  // one range for both axes, so y = x is the diagonal
+  x_axis.lo = y_axis.lo = std::min(x_axis.lo, y_axis.lo);
+  x_axis.hi = y_axis.hi = std::max(x_axis.hi, y_axis.hi);
+  Svg svg(kLeft + kSize + kRight, kTop + kSize + kBottom,
+          "separation: clean error against the smallest fault error");
+  svg.rect(kLeft, kTop, kSize, kSize, "#fafafa", "", "stroke=\"#999\"");
+  for (int dec = x_axis.first_decade(); dec <= x_axis.last_decade(); ++dec) {
+    const double v = std::pow(10.0, dec);
+    const double x = x_axis.at(v), y = y_axis.at(v);
+    svg.line(x, kTop, x, kTop + kSize, "#e2e2e2");
+    svg.line(kLeft, y, kLeft + kSize, y, "#e2e2e2");
+    if ((dec - x_axis.first_decade()) % 2 == 0) {
+      svg.text(x, kTop + kSize + 14, fmt::format("1e{}", dec), "middle", "font-size=\"10\"");
+      svg.text(kLeft - 4, y + 3, fmt::format("1e{}", dec), "end", "font-size=\"10\"");
+    }
+  }
+  auto diagonal = [&](double factor, const char* style, const char* label) {
+    const double lo = x_axis.lo, hi = x_axis.hi / factor / 1.001;
+    svg.line(x_axis.at(lo), y_axis.at(lo * factor), x_axis.at(hi), y_axis.at(hi * factor),
+             "#1a1a1a", style);
+    svg.text(x_axis.at(hi) - 6, y_axis.at(hi * factor) + 14, label, "end", "font-size=\"10\"");
+  };
+  diagonal(1.0, "stroke-dasharray=\"2 3\"", "y = x");
+  diagonal(10.0, "stroke-width=\"1.5\"", "10x");
+  svg.text(kLeft + kSize / 2, kTop + kSize + 32, "clean error (rel, the gate's worst term)",
+           "middle", "font-size=\"11\"");
+  svg.text(16, kTop + kSize / 2, "smallest kernel-fault error", "middle",
+           fmt::format("font-size=\"11\" transform=\"rotate(-90 16 {})\"", px(kTop + kSize / 2)));
+  std::map<std::string, std::size_t> backends;
+  for (const auto& s : d["separation"]) backends.emplace(s.value("backend", ""), backends.size());
+  // marker shapes as well as colours, so the backends part without colour
+  auto marker = [&](std::size_t b, double x, double y, bool hollow, const std::string& tip) {
+    const std::string fill = hollow ? "none" : colour::categories[b % 8];
+    const std::string stroke = fmt::format(
+        "stroke=\"{}\" stroke-width=\"1.3\" fill-opacity=\"0.75\"", colour::categories[b % 8]);
+    switch (b % 3) {
+      case 0:
+        svg.element(
+            "circle",
+            fmt::format("cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\" {}", px(x), px(y), fill, stroke),
+            tip);
+        break;
+      case 1:
+        svg.rect(x - 3.2, y - 3.2, 6.4, 6.4, fill, tip, stroke);
+        break;
+      default:
+        svg.element("path",
+                    fmt::format("d=\"M{} {} L{} {} L{} {} Z\" fill=\"{}\" {}", px(x), px(y - 4.2),
+                                px(x + 4), px(y + 3), px(x - 4), px(y + 3), fill, stroke),
+                    tip);
+    }
+  };
+  int unfalsified = 0, weak = 0;
+  for (const auto& s : d["separation"]) {
+    const bool falsified = s.value("falsified", false);
+    const double clean = s["clean_error"].is_number() ? s["clean_error"].get<double>() : 0.0;
+    const double fault = falsified && s["smallest_fault_error"].is_number()
+                             ? s["smallest_fault_error"].get<double>()
+                             : y_axis.hi;
+    unfalsified += !falsified;
+    weak += s.value("weak", false);
+    const std::string tip =
+        fmt::format("{}: clean {} ({}), smallest fault {} ({} on {}), ratio {}{}",
+                    s.value("gate", ""), json_figure(s["clean_error"]), s.value("clean_term", ""),
+                    falsified ? json_figure(s["smallest_fault_error"]) : "none",
+                    s.value("smallest_fault", "-"), s.value("smallest_fault_term", "-"),
+                    json_figure(s["separation"]), s.value("weak", false) ? " WEAK" : "");
+    marker(backends[s.value("backend", "")], x_axis.at(clean), y_axis.at(fault), !falsified, tip);
+  }
+  double y = kTop + 8;
+  for (const auto& [backend, b] : backends) {
+    marker(b, kLeft + kSize + 40, y, false, backend);
+    svg.text(kLeft + kSize + 50, y + 4, backend, "start", "font-size=\"11\"");
+    y += 18;
+  }
+  svg.text(kLeft + kSize + 34, y + 8, "hollow: no fault", "start", "font-size=\"10\"");
+  svg.text(kLeft + kSize + 34, y + 22, "turned it red (top)", "start", "font-size=\"10\"");
+  svg.text(kLeft + kSize + 34, y + 44, fmt::format("weak (under 10x): {}", weak), "start",
+           "font-size=\"10\"");
+  svg.text(kLeft + kSize + 34, y + 58, fmt::format("no fault: {}", unfalsified), "start",
+           "font-size=\"10\"");
+  return svg.finish();
+}
+
+std::string fault_table(const json& d, const std::string& anchor) {
+  Table table(anchor + "-faults", "faults",
+              {{"name", "fault"},
+               {"class", "class", false, true},
+               {"backend", "backend", false, true},
+               {"status", "status", false, true},
+               {"red", "red gates", true},
+               {"killer", "killer (gate, term)"},
+               {"margin", "margin", true},
+               {"", "sanitizer"}});
+  for (const auto& f : d["faults"]) {
+    const std::string status = f.value("status", "");
+    std::string details = "<p>" + escape(f.value("reason", "")) + "</p>";
+    const auto broken = f.value("broken", std::vector<std::string>{});
+    if (!broken.empty()) {
+      details += "<ul class=\"tight reason\">";
+      for (const auto& b : broken) details += "<li>" + escape(b) + "</li>";
+      details += "</ul>";
+    }
+    std::string sanitizer = "-";
+    if (f.contains("sanitizer") && f["sanitizer"].is_object()) {
+      const json& s = f["sanitizer"];
+      sanitizer =
+          fmt::format("{} {} on {}: {}", badge(s.value("caught", false) ? "caught" : "not caught"),
+                      escape(json_text(s, "tool")), code(json_text(s, "gate")),
+                      escape(json_text(s, "summary")));
+    }
+    const std::string killer = f.value("gate", "");
+    const double margin =
+        f.contains("margin") && f["margin"].is_number() ? f["margin"].get<double>() : std::nan("");
+    table.add_row(
+        {escape(f.value("fault", "")), escape(f.value("class", "")), escape(f.value("backend", "")),
+         badge(status),
+         fmt::format("{} of {}", f.value("red", json::array()).size(), f.value("gates", 0)),
+         killer.empty() ? "-" : code(killer) + " " + escape(f.value("term", "")),
+         status == "Ignored" ? "-" : escape(f.value("margin_text", ratio_text(margin))), sanitizer},
+        {{"name", f.value("fault", "")},
+         {"class", f.value("class", "")},
+         {"backend", f.value("backend", "")},
+         {"status", status},
+         {"red", fmt::format("{}", f.value("red", json::array()).size())},
+         {"margin", number_value(margin)}},
+        details, status != "Killed" && status != "Ignored");
+  }
+  return table.finish();
+}
+
+std::string campaign_section(const json& report, const std::filesystem::path& path,
+                             const std::string& anchor) {
+  const json& d = report["deltaproof"];
+  std::vector<std::string> counts;
+  for (const auto& [status, n] : d["summary"]["statuses"].items())
+    counts.push_back(fmt::format("{} {}", n.get<int>(), status));
+  std::string out = fmt::format(
+      "<section class=\"campaign\" id=\"{}\"><h2>falsification campaign: {}</h2>"
+      "<p class=\"big\"><span class=\"verdict\">{}</span> <span class=\"counts\">{} (fault, "
+      "backend) runs: {}</span></p>",
+      escape(anchor), escape(path.filename().string()), badge(d.value("verdict", "?")),
+      d["summary"].value("faults", 0), escape(fmt::format("{}", fmt::join(counts, ", "))));
+  std::string baselines;
+  for (const auto& b : d["baseline"]["backends"])
+    baselines +=
+        fmt::format("{} clean {}/{} green, poison {}/{} red {}<br>", code(b.value("backend", "")),
+                    b.value("clean_green", 0), b.value("gates", 0), b.value("poison_red", 0),
+                    b.value("gates", 0), badge(b.value("ok", false) ? "pass" : "fail"));
+  out += key_values(
+      {{"file", code(path.string())},
+       {"tool", escape(d.value("tool", "?"))},
+       {"commit", code(d.value("git_commit", "?"))},
+       {"device", escape(d.value("device", "?"))},
+       {"date", escape(d.value("created", "?"))},
+       {"command", code(d.value("command", "?"))},
+       {"catalog", code(d.value("catalog", "?"))},
+       {"backends", escape(fmt::format(
+                        "{}", fmt::join(d.value("backends", std::vector<std::string>{}), ", ")))},
+       {"baselines", baselines},
+       {"source tree",
+        escape(fmt::format("{} tracked files {}", d["tree"].value("tracked_files", 0),
+                           d["tree"].value("unchanged", false)
+                               ? "unchanged (hashed before and after)"
+                               : "CHANGED"))},
+       {"Stryker schema", escape(report.value("schemaVersion", "?"))}});
+  out +=
+      "<h3>faults</h3><p class=\"note\">Each fault run on a backend: its status, how many of "
+      "the backend's gates it turned red, the killer (the expected-red gate it cleared by "
+      "least) and the margin (its error over the bar there). + opens the reason.</p>";
+  out += fault_table(d, anchor);
+  out +=
+      "<h3>faults by gates</h3><p class=\"note\">A row per fault, a column per gate of the "
+      "backend (its name without the backend): vermillion where the fault turned the gate red, "
+      "grey where it stayed green; black marks the killer. Hover a cell for the terms and the "
+      "error.</p>";
+  for (const auto& backend : d.value("backends", std::vector<std::string>{})) {
+    const std::string matrix = fault_matrix(d, backend);
+    if (!matrix.empty())
+      out +=
+          fmt::format("<h3>{}</h3><div class=\"scroll matrix\">{}</div>", escape(backend), matrix);
+  }
+  out +=
+      "<h3>separation</h3><p class=\"note\">Each gate's clean error (its worst term) against the "
+      "smallest error any kernel fault made on it. Below the 10x line a gate is weak: a fault "
+      "as small as ten times its clean noise could pass it.</p>";
+  out += "<div class=\"scroll separation\">" + separation_plot(d) + "</div>";
+  std::string sanitizers;
+  for (const auto& f : d["faults"]) {
+    if (!f.contains("sanitizer") || !f["sanitizer"].is_object()) continue;
+    const json& s = f["sanitizer"];
+    sanitizers += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                              escape(f.value("fault", "")), escape(f.value("backend", "")),
+                              escape(json_text(s, "tool")), escape(json_text(s, "summary")),
+                              badge(s.value("caught", false) ? "caught" : "not caught"));
+  }
+  out += "<h3>sanitizer evidence</h3>";
+  out += sanitizers.empty()
+             ? "<p class=\"note\">No fault of this campaign asks for compute-sanitizer (the "
+               "CUDA campaigns in reports/gpu/ do).</p>"
+             : "<table><thead><tr><th>fault</th><th>backend</th><th>tool</th><th>summary</th>"
+               "<th>verdict</th></tr></thead><tbody>" +
+                   sanitizers + "</tbody></table>";
+  return out + "</section>";
+}
+
+// ---- a diff ---------------------------------------------------------------
+
+std::string change_name(gates::Change change) {
+  return change == gates::Change::worse    ? "worse"
+         : change == gates::Change::better ? "better"
+                                           : "same";
+}
+
+// rel in A (x) against rel in B (y), log-log, y = x and the 10% bands.
+std::string diff_plot(const gates::ReportDiff& diff) {
+  constexpr double kLeft = 64, kSize = 380, kTop = 14, kBottom = 44, kRight = 120;
+  LogAxis x_axis{1e-8, 1e-6, kLeft, kLeft + kSize};
+  for (const auto& gate : diff.gates)
+    for (const auto& t : gate.terms)
+      if (t.a && t.b) {
+        x_axis.widen(t.a->rel);
+        x_axis.widen(t.b->rel);
+      }
+  LogAxis y_axis{x_axis.lo, x_axis.hi, kTop + kSize, kTop};
+  Svg svg(kLeft + kSize + kRight, kTop + kSize + kBottom, "rel in A against rel in B, per term");
+  svg.rect(kLeft, kTop, kSize, kSize, "#fafafa", "", "stroke=\"#999\"");
+  for (int dec = x_axis.first_decade(); dec <= x_axis.last_decade(); ++dec) {
+    const double v = std::pow(10.0, dec);
+    svg.line(x_axis.at(v), kTop, x_axis.at(v), kTop + kSize, "#e2e2e2");
+    svg.line(kLeft, y_axis.at(v), kLeft + kSize, y_axis.at(v), "#e2e2e2");
+    svg.text(x_axis.at(v), kTop + kSize + 14, fmt::format("1e{}", dec), "middle",
+             "font-size=\"10\"");
+    svg.text(kLeft - 4, y_axis.at(v) + 3, fmt::format("1e{}", dec), "end", "font-size=\"10\"");
+  }
+  svg.line(x_axis.at(x_axis.lo), y_axis.at(y_axis.lo), x_axis.at(x_axis.hi), y_axis.at(y_axis.hi),
+           "#1a1a1a", "stroke-dasharray=\"2 3\"");
+  svg.text(kLeft + kSize / 2, kTop + kSize + 32, "rel in A", "middle", "font-size=\"11\"");
+  svg.text(16, kTop + kSize / 2, "rel in B", "middle",
+           fmt::format("font-size=\"11\" transform=\"rotate(-90 16 {})\"", px(kTop + kSize / 2)));
+  for (const auto& gate : diff.gates)
+    for (const auto& t : gate.terms) {
+      if (!t.a || !t.b || !(t.a->rel > 0) || !(t.b->rel > 0)) continue;
+      const char* fill = t.change == gates::Change::worse    ? colour::fail
+                         : t.change == gates::Change::better ? colour::pass
+                                                             : colour::neutral;
+      svg.element("circle",
+                  fmt::format("cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\" fill-opacity=\"0.8\"",
+                              px(x_axis.at(t.a->rel)), px(y_axis.at(t.b->rel)), fill),
+                  fmt::format("{} {}: {} -> {} ({})", gate.a->name, t.a->term, figure(t.a->rel),
+                              figure(t.b->rel), change_name(t.change)));
+    }
+  double y = kTop + 10;
+  for (const auto& [name, fill] :
+       {std::pair{"worse (above)", colour::fail}, std::pair{"better (below)", colour::pass},
+        std::pair{"same", colour::neutral}}) {
+    svg.element("circle", fmt::format("cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\"",
+                                      px(kLeft + kSize + 16), px(y), fill));
+    svg.text(kLeft + kSize + 24, y + 4, name, "start", "font-size=\"11\"");
+    y += 18;
+  }
+  return svg.finish();
+}
+
+std::string rel_or_dash(const TermComparison* term) {
+  if (!term) return "-";
+  return gates::rel_infinite(*term) ? "inf" : figure(term->rel);
+}
+
+std::string diff_body(const gates::ReportFile& a, const gates::ReportFile& b) {
+  const gates::ReportDiff d = gates::diff_reports(a, b);
+  const bool red = !d.turned_red.empty();
+  std::string out = fmt::format(
+      "<section class=\"diff\" id=\"diff\"><h2>diff: {} against {}</h2>"
+      "<p class=\"big\"><span class=\"verdict\">{}</span> <span class=\"counts\">{} gates in "
+      "both, {} with a changed verdict; {} only in A, {} only in B; terms: {} worse, {} better, "
+      "{} same</span></p>",
+      escape(b.path.filename().string()), escape(a.path.filename().string()),
+      badge(red ? "fail" : "pass"), d.gates.size(), d.verdicts_changed, d.only_a.size(),
+      d.only_b.size(), d.worse, d.better, d.same);
+  auto source = [](const gates::ReportFile& r) {
+    return fmt::format("{} (commit {}, {}, {} gates, {})", code(r.path.string()),
+                       code(r.git_commit), escape(r.created), r.gates.size(), escape(r.device));
+  };
+  out += key_values({{"A (before)", source(a)}, {"B (after)", source(b)}});
+  if (red) {
+    out += "<p class=\"reason\">passed in A, not in B:</p><ul class=\"tight reason\">";
+    for (const auto& r : d.turned_red) out += "<li>" + escape(r) + "</li>";
+    out += "</ul>";
+  } else {
+    out += "<p>Nothing that passed in A fails in B.</p>";
+  }
+  out += fmt::format(
+      "<p class=\"note\">Worse: rel in B above {:.1f}x its rel in A (or newly non-finite); better: "
+      "the other way. Each point is a term in both.</p><div class=\"scroll\">{}</div>",
+      gates::kWorseRatio, diff_plot(d));
+  Table table("diff-terms", "terms",
+              {{"name", "gate"},
+               {"term", "term", false, true},
+               {"change", "change", false, true},
+               {"verdict", "verdict (A -> B)", false, true},
+               {"rela", "rel A", true},
+               {"relb", "rel B", true},
+               {"ratio", "B / A", true},
+               {"status", "status (A -> B)"}});
+  for (const auto& gate : d.gates) {
+    const std::string verdict = gate.a->verdict == gate.b->verdict
+                                    ? std::string(gates::verdict_name(gate.a->verdict))
+                                    : fmt::format("{} -> {}", gates::verdict_name(gate.a->verdict),
+                                                  gates::verdict_name(gate.b->verdict));
+    for (const auto& t : gate.terms) {
+      const std::string change = !t.a ? "only in B" : !t.b ? "only in A" : change_name(t.change);
+      double ratio = std::nan("");
+      if (t.a && t.b && std::isfinite(t.a->rel) && std::isfinite(t.b->rel))
+        ratio = t.a->rel == 0 ? (t.b->rel == 0 ? 1.0 : kInf) : t.b->rel / t.a->rel;
+      const std::string status =
+          t.a && t.b ? (t.a->status == t.b->status
+                            ? std::string(gates::status_name(t.a->status))
+                            : fmt::format("{} -> {}", gates::status_name(t.a->status),
+                                          gates::status_name(t.b->status)))
+                     : "-";
+      const std::string term = t.a ? t.a->term : t.b->term;
+      table.add_row({escape(gate.a->name), escape(term), badge(change), escape(verdict),
+                     rel_or_dash(t.a), rel_or_dash(t.b), ratio_text(ratio), escape(status)},
+                    {{"name", gate.a->name},
+                     {"term", term},
+                     {"change", change},
+                     {"verdict", verdict},
+                     {"rela", t.a ? number_value(t.a->rel) : "nan"},
+                     {"relb", t.b ? number_value(t.b->rel) : "nan"},
+                     {"ratio", number_value(ratio)}});
+    }
+  }
+  out += table.finish();
+  if (!d.only_a.empty() || !d.only_b.empty()) {
+    out += "<h3>gates in one report only</h3><ul class=\"tight\">";
+    for (const auto* g : d.only_a)
+      out += fmt::format("<li>only in A: {} ({})</li>", code(g->name),
+                         gates::verdict_name(g->verdict));
+    for (const auto* g : d.only_b)
+      out += fmt::format("<li>only in B: {} ({})</li>", code(g->name),
+                         gates::verdict_name(g->verdict));
+    out += "</ul>";
+  }
+  return out + "</section>";
+}
+
+// A campaign report, or null when `path` holds something else (then read
+// as a gate report, whose reader names the problem).
+json campaign_at(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  try {
+    json report = json::parse(in);
+    return falsify::is_falsify_report(report) ? report : json(nullptr);
+  } catch (const json::parse_error&) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+std::string reports_page(const std::vector<std::filesystem::path>& files) {
+  std::vector<std::string> sections, names;
+  std::string toc;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string anchor = fmt::format("report-{}", i + 1);
+    const json campaign = campaign_at(files[i]);
+    std::string verdict;
+    if (campaign.is_null()) {
+      const gates::ReportFile report = gates::read_report_file(files[i]);
+      verdict = gates::verdict_name(report.verdict);
+      sections.push_back(gate_report_section(report, anchor));
+    } else {
+      verdict = campaign["deltaproof"].value("verdict", "?");
+      sections.push_back(campaign_section(campaign, files[i], anchor));
+    }
+    names.push_back(files[i].filename().string());
+    toc += fmt::format("<span>{} <a href=\"#{}\">{}</a></span>", badge(verdict), anchor,
+                       escape(names.back()));
+  }
+  std::string body = fmt::format("<h1>deltaproof report: {}</h1>",
+                                 escape(fmt::format("{}", fmt::join(names, ", "))));
+  if (files.size() > 1) body += "<nav class=\"toc\">" + toc + "</nav>";
+  for (const auto& s : sections) body += s;
+  return page(fmt::format("deltaproof: {}", fmt::join(names, ", ")), body);
+}
+
+std::string diff_page(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const gates::ReportFile report_a = gates::read_report_file(a);
+  const gates::ReportFile report_b = gates::read_report_file(b);
+  const std::string title =
+      fmt::format("deltaproof diff: {} -> {}", a.filename().string(), b.filename().string());
+  return page(title, "<h1>" + escape(title) + "</h1>" + diff_body(report_a, report_b));
+}
+
+}  // namespace deltaproof::html
