@@ -95,13 +95,20 @@ std::string ratio_text(double ratio) {
   return ratio == 0.0 ? "0" : fmt::format("{:.3g}", ratio);
 }
 
-// The plots' scale of error / bar: six decades under the bar, one above.
-constexpr int kDecadesBelow = 6, kDecadesAbove = 1;
+// The plots' scale of error / bar, in decades under and over the bar: the
+// gate table's is fixed (six under, one over); a heat map's spans what its
+// gate holds (one to six under, one to twelve over), so that chunks 1e-3 and
+// 1e-2 of the bar read apart, and so do chunks 10x and 1e4x over it.
+struct Decades {
+  int below = 6, above = 1;
+};
+constexpr Decades kTableDecades{};
+constexpr int kMostDecadesAbove = 12;
 
 // Position 0..1 of error / bar on that scale (0 for an exact 0).
-double scale_position(double ratio) {
+double scale_position(double ratio, Decades decades = kTableDecades) {
   if (!(ratio > 0)) return 0.0;
-  const double f = (std::log10(ratio) + kDecadesBelow) / (kDecadesBelow + kDecadesAbove);
+  const double f = (std::log10(ratio) + decades.below) / (decades.below + decades.above);
   return std::clamp(f, 0.0, 1.0);
 }
 
@@ -140,20 +147,22 @@ std::string term_strip(const GateResult& gate) {
 }
 
 // The heat map's legend: the scale from 1e-6 of the bar to 10x, the bar marked.
-std::string heat_legend() {
+std::string heat_legend(Decades scale) {
   constexpr double kWidth = 300, kStrip = 12;
+  const int decades = scale.below + scale.above;
   Svg svg(kWidth + 80, 36, "colour scale: error over the bar, log 10");
   constexpr int kSteps = 70;
   for (int s = 0; s < kSteps; ++s)
     svg.rect(10 + kWidth * s / kSteps, 2, kWidth / kSteps + 0.5, kStrip,
              viridis((s + 0.5) / kSteps));
-  for (int d = -kDecadesBelow; d <= kDecadesAbove; ++d) {
-    const double x = 10 + kWidth * (d + kDecadesBelow) / (kDecadesBelow + kDecadesAbove);
+  const int step = decades > 10 ? 2 : 1;
+  for (int d = -scale.below; d <= scale.above; d += step) {
+    const double x = 10 + kWidth * (d + scale.below) / decades;
     svg.line(x, 2, x, kStrip + 5, "#1a1a1a");
     svg.text(x, kStrip + 16, d == 0 ? "bar" : fmt::format("1e{}", d), "middle",
              d == 0 ? "font-size=\"10\" font-weight=\"bold\"" : "font-size=\"10\"");
   }
-  const double bar_x = 10 + kWidth * kDecadesBelow / (kDecadesBelow + kDecadesAbove);
+  const double bar_x = 10 + kWidth * scale.below / decades;
   svg.line(bar_x, 0, bar_x, kStrip + 5, "#1a1a1a", "stroke-width=\"3\"");
   svg.text(kWidth + 18, kStrip, "\u00d7 above", "start", "font-size=\"10\"");
   return svg.finish();
@@ -162,7 +171,26 @@ std::string heat_legend() {
 // Term-by-chunk heat map: a row per term, a column per chunk (max |a-b| in
 // the chunk over the term's max |b|, over the bar), then the whole term.
 // Above the bar: a cross and a vermillion frame; the worst chunk: a dot.
-std::string heat_map(const GateResult& gate) {
+// The decades a gate's heat map spans: its smallest and largest positive
+// finite error over the bar, in whole decades, within the limits above.
+Decades heat_decades(const GateResult& gate) {
+  double least = 1.0, worst = 1.0;
+  auto see = [&](double ratio) {
+    if (!(ratio > 0) || !std::isfinite(ratio)) return;
+    least = std::min(least, ratio);
+    worst = std::max(worst, ratio);
+  };
+  for (const auto& term : gate.terms) {
+    if (!compared(term)) continue;
+    for (const double rel : term.chunk_rel) see(over_bar(rel, term.bar));
+    see(term_over_bar(term));
+  }
+  return {std::clamp(static_cast<int>(std::ceil(-std::log10(least))), 1, kTableDecades.below),
+          std::clamp(static_cast<int>(std::ceil(std::log10(worst))), kTableDecades.above,
+                     kMostDecadesAbove)};
+}
+
+std::string heat_map(const GateResult& gate, Decades decades) {
   std::size_t chunks = 0;
   for (const auto& term : gate.terms) chunks = std::max(chunks, term.chunk_rel.size());
   constexpr std::size_t kMaxColumns = 128;  // more chunks are binned, each bin its max
@@ -185,16 +213,17 @@ std::string heat_map(const GateResult& gate) {
     const bool above = ratio > 1.0;
     const std::string fill = std::isnan(ratio) ? "#ffffff"
                              : ratio == 0      ? "#e6e6e6"
-                                               : viridis(scale_position(ratio));
+                                               : viridis(scale_position(ratio, decades));
     svg.rect(x, y, w - 1, kRow - 2, fill, tip,
              above ? "stroke=\"#D55E00\" stroke-width=\"2\"" : "stroke=\"none\"");
     if (above) {
-      svg.line(x + 2, y + 2, x + w - 3, y + kRow - 4, "#1a1a1a", "stroke-width=\"1.5\"");
-      svg.line(x + w - 3, y + 2, x + 2, y + kRow - 4, "#1a1a1a", "stroke-width=\"1.5\"");
+      svg.line(x + 2, y + 2, x + w - 3, y + kRow - 4, "#1a1a1a", "stroke-opacity=\"0.6\"");
+      svg.line(x + w - 3, y + 2, x + 2, y + kRow - 4, "#1a1a1a", "stroke-opacity=\"0.6\"");
     } else if (worst) {
-      svg.element("circle", fmt::format("cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"",
-                                        px(x + w / 2 - 0.5), px(y + kRow / 2 - 1),
-                                        scale_position(ratio) > 0.6 ? "#1a1a1a" : "#ffffff"));
+      svg.element("circle",
+                  fmt::format("cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"", px(x + w / 2 - 0.5),
+                              px(y + kRow / 2 - 1),
+                              scale_position(ratio, decades) > 0.6 ? "#1a1a1a" : "#ffffff"));
     }
   };
   for (std::size_t r = 0; r < gate.terms.size(); ++r) {
@@ -291,10 +320,11 @@ std::string gate_details(const GateResult& gate) {
   for (const auto& term : gate.terms) any_chunks = any_chunks || !term.chunk_rel.empty();
   out += fmt::format(
       "<h3>error per term and chunk</h3><p class=\"note\">Each cell: max |a-b| in the chunk over "
-      "the term's max |b|, over the bar, on a log scale; the last column is the whole term. "
+      "the term's max |b|, over the bar, on a log scale that spans this gate's figures (the legend "
+      "below); the last column is the whole term; a cross marks a cell above the bar. "
       "{}</p><div class=\"scroll heat\">{}</div><div class=\"legend\">{}</div>",
       any_chunks ? "The dot marks each term's worst chunk." : "(no per-chunk figures: states only)",
-      heat_map(gate), heat_legend());
+      heat_map(gate, heat_decades(gate)), heat_legend(heat_decades(gate)));
   std::vector<std::string> record;
   for (const auto& [stage, launches] : gate.record.stages)
     record.push_back(fmt::format("{} x{}", stage, launches));
