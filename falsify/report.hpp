@@ -1,6 +1,7 @@
 // falsify/report.hpp — a campaign's report in Stryker's mutation-testing-report
 // schema, version 2 (reports/schema/mutation-testing-report-v2.schema.json),
-// so it renders in mutation-testing-elements: files -> mutants with id,
+// the fields mutation-testing-elements reads (not tried here: it ships on
+// npm only; `report html` renders the campaign): files -> mutants with id,
 // mutatorName, location, status, statusReason, killedBy. Ours beside them, in
 // each mutant: gate, term, margin, expected, sourceSha256, deltaproofStatus
 // (KilledWrongTerm and GreenBroken map to Stryker's Survived); and a top-level

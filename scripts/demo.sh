@@ -6,7 +6,8 @@
 # scripts/gpu-gates.sh), print the report of one multi-chunk gate term by
 # term, run the falsification campaign of the fault catalog on the CPU
 # backends (every fault killed as the catalog expects, the tree unchanged),
-# and gate a bf16-class candidate against its class's noise-calibrated bars.
+# gate a bf16-class candidate against its class's noise-calibrated bars, and
+# write the gate reports and the campaign as HTML pages (report html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -46,3 +47,10 @@ echo "   the bf16 contract, against bars and bias bands from the class's noise"
 echo "   ... and graded faults applied to it: which does the bf16 class see?"
 ./build-falsify/bin/deltaproof falsify precision --precision bf16 --graded-not-required \
   --fixture build/demo-fixtures/gdn2/t200-c64.safetensors 2>/dev/null
+echo
+echo "== the reports as pages (one self-contained HTML file each: open it in a browser)"
+./build/bin/deltaproof report html build/demo-report.json build/demo-one.json build/demo-bf16.json \
+  -o build/demo-gates.html
+./build/bin/deltaproof report html build-falsify/demo-falsify.json -o build/demo-campaign.html
+echo "   gates:    file://$PWD/build/demo-gates.html"
+echo "   campaign: file://$PWD/build/demo-campaign.html"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # scripts/setup.sh — installs everything deltaproof needs on a fresh Debian
 # machine (run as root), then configures and builds build/ (Release).
-# Dependencies come from Debian's packages and, for the Python-side checks, PyPI.
+# Dependencies come from Debian's packages and, for the Python-side checks, PyPI;
+# Chromium (headless) for the HTML report's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip git
           libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-          libcli11-dev libfmt-dev libvalijson-dev)
+          libcli11-dev libfmt-dev libvalijson-dev
+          chromium chromium-driver python3-selenium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -20,6 +22,14 @@ if ! python3 -c 'import safetensors, numpy' 2>/dev/null; then
   echo "setup: installing safetensors and numpy from PyPI"
   python3 -m pip install --quiet safetensors numpy 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages safetensors numpy
+fi
+
+# the HTML report's browser test drives headless Chromium with selenium; a
+# python3 other than Debian's (pyenv, say) takes it from PyPI
+if ! python3 -c 'import selenium' 2>/dev/null; then
+  echo "setup: installing selenium from PyPI"
+  python3 -m pip install --quiet selenium 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages selenium
 fi
 
 cmake --preset release >/dev/null

@@ -2,7 +2,8 @@
 # scripts/test.sh — set up, build, and run every test: ctest (unit tests, CLI
 # tests, `gen --check fixtures/`, `falsify patch` in a scratch worktree), the
 # Python load check of every committed fixture, the falsification campaign of
-# the catalog on the CPU backends (falsify build, and `ctest -L falsify`), and
+# the catalog on the CPU backends (falsify build, and `ctest -L falsify`), the
+# HTML report in headless Chromium (tests/browser/html_report_test.py), and
 # 60 seconds of libFuzzer on the safetensors reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,11 @@ cmake --build build-falsify -j "$(nproc)" --target deltaproof kernels_falsify_te
 # here: reports/gpu/ holds their campaign), judged against falsify/catalog.json.
 ./build-falsify/bin/deltaproof falsify run --report build-falsify/falsify-cpu.json
 ./build-falsify/bin/deltaproof report show build-falsify/falsify-cpu.json
+echo "== the HTML report (report html, report diff --html) in headless Chromium: no console"
+echo "   error, nothing fetched, the JSON's numbers in the DOM; screenshots in build/html-test"
+python3 tests/browser/html_report_test.py --deltaproof build/bin/deltaproof \
+  --falsify-deltaproof build-falsify/bin/deltaproof --campaign build-falsify/falsify-cpu.json \
+  --out build/html-test
 echo "== precision classes (docs/PRECISION.md): graded and catalog faults against the"
 echo "   noise-calibrated bf16 and tf32 gates"
 # fixtures at a production width (K=V=128, chunk 64), made here: gdn2 and kda at T256

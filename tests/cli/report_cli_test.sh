@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # tests/cli/report_cli_test.sh DELTAPROOF — the CLI contract of `deltaproof
-# report show|diff`: show prints the run's header, the table (gate / term, rel,
+# report show|diff|html`: show prints the run's header, the table (gate / term, rel,
 # bar, margin, worst index with its index names, status), the per-chunk line of
 # oracle terms, the relation rows of metamorphic gates and the reasons of red
 # gates; diff exits 0 on identical reports, 1 when a gate or term that passed
 # in A fails in B (naming it), and both exit 2 with a sentence naming the file
 # on a missing file, a file that is not JSON, a report of another schema and a
-# gate lacking a field. Report A comes from `deltaproof gate run`; B, the red
+# gate lacking a field. html writes one page (the red gate's row and rel in
+# it, nothing that refers to another file), diff --html too, and neither
+# leaves a page behind for bad input. Report A comes from `deltaproof gate run`; B, the red
 # variants and the broken ones are A edited with python3.
 set -uo pipefail
 bin=$1
@@ -89,15 +91,29 @@ expect 0 "^only in A: gdn2\.cpu-chunk\.t40-c16\.fwd \(pass\)$" "^  dw .*only in 
 expect 0 "^only in B: gdn2\.cpu-chunk\.t40-c16\.fwd \(pass\)$" "^  dw .*only in B$" -- \
   report diff "$fewer" "$a"
 
+# --- html: one self-contained page; diff --html --------------------------------
+page=$work/page.html
+expect 0 "^wrote .*page\.html \([0-9.]+ kB\)$" -- report html "$a" "$red" -o "$page"
+head -c 15 "$page" | grep -q '^<!doctype html>' || fail "report html: $page is not an HTML page"
+grep -q 'data-name="gdn2.cpu-chunk.t40-c16.bwd"[^>]*data-verdict="fail"' "$page" ||
+  fail "report html: the red gate's row is not in the page"
+grep -q '<td class="num">1.25e-01</td>' "$page" || fail "report html: the red term's rel is not shown"
+grep -Eq '(src|href)="[^#]|url\(|@import' "$page" && fail "report html: the page refers to another file"
+expect 1 "^wrote .*diff\.html" "passed in A, not in B" -- report diff "$a" "$red" --html "$work/diff.html"
+grep -q 'passed in A, not in B' "$work/diff.html" || fail "report diff --html: no turned-red list"
+expect 2 "Run 'deltaproof --help'" -- report html "$a"
+expect 2 "no-such-folder/page\.html" -- report html "$a" -o "$work/no-such-folder/page.html"
+
 # --- bad input: exit 2 and a sentence naming the file and the problem ---------
 echo "not json {" >"$work/text.json"
 echo '{"schema": "deltaproof-report/2", "gates": []}' >"$work/v2.json"
 echo '{"gates": []}' >"$work/no-schema.json"
 edit "$a" "$work/no-verdict.json" 'del gate("gdn2.cpu-chunk.t40-c16.bwd")["verdict"]'
 edit "$a" "$work/no-rel.json" 'del term(gate("gdn2.cpu-chunk.t40-c16.bwd"), "dq")["rel"]'
-for command in show diff; do
+for command in show diff html; do
   args=()
   [[ $command == diff ]] && args=("$a")
+  [[ $command == html ]] && args=(-o "$work/bad.html" "$a")
   expect 2 "absent\.json: no such file" -- report "$command" "${args[@]}" "$work/absent.json"
   expect 2 "text\.json: not JSON \(parse error at line 1" -- report "$command" "${args[@]}" "$work/text.json"
   expect 2 "v2\.json: not a deltaproof-report/1 report: its schema is \"deltaproof-report/2\"" -- \
@@ -109,6 +125,7 @@ for command in show diff; do
   expect 2 "no-rel\.json: gate [0-9]+ \('gdn2\.cpu-chunk\.t40-c16\.bwd'\), term 'dq' has no 'rel' field" -- \
     report "$command" "${args[@]}" "$work/no-rel.json"
 done
+[[ -e $work/bad.html ]] && fail "report html wrote a page for a bad input"
 expect 2 "text\.json: not JSON" -- report diff "$work/text.json" "$a"
 expect 2 "Run 'deltaproof --help'" -- report diff "$a"
 expect 2 "Run 'deltaproof --help'" -- report show
