@@ -75,7 +75,10 @@ double over_bar(double error, double bar, bool infinite = false) {
   return error / bar;
 }
 
-double term_over_bar(const TermComparison& term) {
+// A bitwise relation's term has no bar to measure against: it either holds
+// (0: exact where it must be, moved where it must move) or it does not (inf).
+double term_over_bar(const GateResult& gate, const TermComparison& term) {
+  if (is_bitwise(gate, term)) return term.status == gates::TermStatus::pass ? 0.0 : kInf;
   return over_bar(term.rel, term.bar, gates::rel_infinite(term));
 }
 
@@ -83,7 +86,7 @@ double gate_worst(const GateResult& gate) {
   double worst = std::nan("");
   for (const auto& term : gate.terms) {
     if (!compared(term)) continue;
-    const double r = term_over_bar(term);
+    const double r = term_over_bar(gate, term);
     if (!std::isnan(r) && !(r <= worst)) worst = r;
   }
   return worst;
@@ -114,32 +117,41 @@ double scale_position(double ratio, Decades decades = kTableDecades) {
 
 std::string term_tooltip(const GateResult& gate, const TermComparison& term) {
   if (!compared(term)) return fmt::format("{}: {}", term.term, gates::status_name(term.status));
-  const std::string bar = is_bitwise(gate, term) ? "bitwise" : figure(term.bar);
-  return fmt::format("{}: rel {} / bar {} = {} ({})", term.term,
-                     gates::rel_infinite(term) ? "inf" : figure(term.rel), bar,
-                     ratio_text(term_over_bar(term)), gates::status_name(term.status));
+  const std::string rel = gates::rel_infinite(term) ? "inf" : figure(term.rel);
+  if (is_bitwise(gate, term))
+    return fmt::format("{}: bitwise, rel {} ({})", term.term, rel, gates::status_name(term.status));
+  return fmt::format("{}: rel {} / bar {} = {} ({})", term.term, rel, figure(term.bar),
+                     ratio_text(term_over_bar(gate, term)), gates::status_name(term.status));
 }
 
 // The gate table's picture: one column per term, its height error / bar on
 // the log scale, the bar a line across; red above it. The term names below.
 std::string term_strip(const GateResult& gate) {
-  constexpr double kColumn = 24, kPlot = 30, kTop = 3, kLabels = 12;
-  const double width = std::max<double>(kColumn * gate.terms.size(), kColumn) + 2;
+  // up to ten terms get a named column; more (a relation's) share 240 px,
+  // named by their tooltips
+  constexpr double kPlot = 30, kTop = 3;
+  const bool named = gate.terms.size() <= 10;
+  const double kColumn = named ? 24.0 : std::max(4.0, 240.0 / gate.terms.size());
+  const double kLabels = named ? 12.0 : 2.0;
+  const double width = std::max<double>(kColumn * gate.terms.size(), 24) + 2;
   Svg svg(width, kTop + kPlot + kLabels, "each term's error over its bar");
   const double bar_y = kTop + kPlot * (1.0 - scale_position(1.0));
   svg.rect(0, kTop, width, kPlot, "#f4f4f4");
   for (std::size_t i = 0; i < gate.terms.size(); ++i) {
     const TermComparison& term = gate.terms[i];
     const double x = 1 + kColumn * i;
-    svg.text(x + kColumn / 2, kTop + kPlot + kLabels - 2, term.term, "middle", "font-size=\"9\"");
+    if (named)
+      svg.text(x + kColumn / 2, kTop + kPlot + kLabels - 2, term.term, "middle", "font-size=\"9\"");
+    const double pad = kColumn / 6;
     if (!compared(term)) {
-      svg.rect(x + 6, kTop + kPlot - 2, kColumn - 12, 2, colour::neutral, term_tooltip(gate, term));
+      svg.rect(x + pad, kTop + kPlot - 2, kColumn - 2 * pad, 2, colour::neutral,
+               term_tooltip(gate, term));
       continue;
     }
-    const double ratio = term_over_bar(term);
+    const double ratio = term_over_bar(gate, term);
     const double top = kTop + kPlot * (1.0 - scale_position(ratio));
     const bool red = term.status != gates::TermStatus::pass;
-    svg.rect(x + 4, top, kColumn - 8, std::max(kTop + kPlot - top, 1.5),
+    svg.rect(x + pad, top, kColumn - 2 * pad, std::max(kTop + kPlot - top, 1.5),
              red ? colour::fail : colour::pass, term_tooltip(gate, term));
   }
   svg.line(0, bar_y, width, bar_y, "#1a1a1a", "stroke-width=\"1\" stroke-dasharray=\"3 2\"");
@@ -183,7 +195,7 @@ Decades heat_decades(const GateResult& gate) {
   for (const auto& term : gate.terms) {
     if (!compared(term)) continue;
     for (const double rel : term.chunk_rel) see(over_bar(rel, term.bar));
-    see(term_over_bar(term));
+    see(term_over_bar(gate, term));
   }
   return {std::clamp(static_cast<int>(std::ceil(-std::log10(least))), 1, kTableDecades.below),
           std::clamp(static_cast<int>(std::ceil(std::log10(worst))), kTableDecades.above,
@@ -246,7 +258,7 @@ std::string heat_map(const GateResult& gate, Decades decades) {
            fmt::format("{} {}: rel {} / bar {} = {}", term.term, where, figure(value),
                        is_bitwise(gate, term) ? "bitwise" : figure(term.bar), ratio_text(ratio)));
     }
-    const double whole = compared(term) ? term_over_bar(term) : std::nan("");
+    const double whole = compared(term) ? term_over_bar(gate, term) : std::nan("");
     draw(kLabel + cell * columns + kGap, y, kWhole, whole, false, term_tooltip(gate, term));
   }
   return svg.finish();
@@ -278,7 +290,7 @@ std::string terms_table(const GateResult& gate) {
         escape(term.term), badge(gates::status_name(term.status)),
         gates::rel_infinite(term) ? "inf" : figure(term.rel),
         bitwise ? "bitwise" : fmt::format("{:.1e}", term.bar),
-        compared(term) ? ratio_text(term_over_bar(term)) : "-",
+        compared(term) ? ratio_text(term_over_bar(gate, term)) : "-",
         bitwise ? "-" : (std::isfinite(term.margin) ? fmt::format("{:.3g}", term.margin) : "-"),
         figure(term.rms_rel), escape(worst), escape(noise), escape(term.message));
   }

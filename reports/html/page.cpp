@@ -48,7 +48,7 @@ th.asc::after { content: " \2191"; color: var(--ink); }
 th.desc::after { content: " \2193"; color: var(--ink); }
 tbody.row:hover > tr:first-child { background: var(--band); }
 tr.details > td { background: #fafafa; padding: .5rem 1rem 1rem; }
-td.name { white-space: nowrap; }
+table.sortable > tbody > tr:first-child > td { white-space: nowrap; }
 td.message { min-width: 20rem; max-width: 40rem; }
 .detail-body { max-width: 100rem; white-space: normal; }
 button.open { font: inherit; font-size: .8rem; border: 1px solid var(--rule); background: #fff;
