@@ -122,20 +122,18 @@ TermGroups::TermGroups(const kernels::KernelShape& s, const std::string& term)
   heads_ = static_cast<std::size_t>(s.states()) * static_cast<std::size_t>(layout_.H);
   if (layout_.state) return;
   token_chunk_.resize(static_cast<std::size_t>(s.T));
-  token_sequence_.assign(static_cast<std::size_t>(s.T), 0);
   if (!packed_) {
     for (int t = 0; t < s.T; ++t) token_chunk_[static_cast<std::size_t>(t)] = t / s.chunk;
     chunks_ = static_cast<std::size_t>((s.T + s.chunk - 1) / s.chunk);
     return;
   }
+  token_sequence_ = s.token_sequences();
   for (std::size_t n = 0; n + 1 < s.cu_seqlens.size(); ++n) {
     first_chunk_.push_back(chunks_);
     const auto begin = static_cast<std::size_t>(s.cu_seqlens[n]);
     const auto end = static_cast<std::size_t>(s.cu_seqlens[n + 1]);
-    for (std::size_t t = begin; t < end; ++t) {
+    for (std::size_t t = begin; t < end; ++t)
       token_chunk_[t] = chunks_ + (t - begin) / static_cast<std::size_t>(s.chunk);
-      token_sequence_[t] = n;
-    }
     const std::size_t count = (end - begin + static_cast<std::size_t>(s.chunk) - 1) / s.chunk;
     chunks_ += count;
     chunk_sequence_.insert(chunk_sequence_.end(), count, n);

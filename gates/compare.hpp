@@ -124,7 +124,6 @@ struct TermLayout {
 class TermGroups {
  public:
   TermGroups(const kernels::KernelShape& shape, const std::string& term);
-  const TermLayout& layout() const { return layout_; }
   std::size_t chunks() const { return chunks_; }
   std::size_t heads() const { return heads_; }
   struct Of {
@@ -136,7 +135,7 @@ class TermGroups {
       return {0,
               static_cast<std::size_t>(index[0]) * layout_.H + static_cast<std::size_t>(index[1])};
     const auto t = static_cast<std::size_t>(index[1]);
-    const std::size_t row = packed_ ? token_sequence_[t] : static_cast<std::size_t>(index[0]);
+    const auto row = static_cast<std::size_t>(packed_ ? token_sequence_[t] : index[0]);
     return {token_chunk_[t], row * layout_.H + static_cast<std::size_t>(index[2])};
   }
   std::string chunk_name(std::size_t group) const;  // "chunk 3", "sequence 2 chunk 1"
@@ -146,7 +145,8 @@ class TermGroups {
   TermLayout layout_;
   bool packed_ = false;
   std::size_t chunks_ = 0, heads_ = 0;
-  std::vector<std::size_t> token_chunk_, token_sequence_;  // per token t
+  std::vector<std::size_t> token_chunk_;                   // per token t
+  std::vector<std::int64_t> token_sequence_;               // packed: per token t
   std::vector<std::size_t> chunk_sequence_, first_chunk_;  // packed: per chunk, per sequence
 };
 

@@ -642,18 +642,19 @@ void judge_bias(const KernelShape& shape, const NoiseModel& model,
     const Excess head = worst_excess(got.head, noise.head_alpha, grain.head, tol);
     n.bias_excess = whole.ratio;
     n.bias_where = "term";
+    const TermGroups groups(shape, t.term);  // names the worst chunk or head
     double group_alpha = got.whole, group_grain = 0.0;
     Band group_band = noise.alpha;
     if (chunk.ratio > n.bias_excess) {
       n.bias_excess = chunk.ratio;
-      n.bias_where = TermGroups(shape, t.term).chunk_name(chunk.group);
+      n.bias_where = groups.chunk_name(chunk.group);
       group_alpha = got.chunk[chunk.group];
       group_band = noise.chunk_alpha[chunk.group];
       group_grain = grain.chunk[chunk.group];
     }
     if (head.ratio > n.bias_excess) {
       n.bias_excess = head.ratio;
-      n.bias_where = TermGroups(shape, t.term).head_name(head.group);
+      n.bias_where = groups.head_name(head.group);
       group_alpha = got.head[head.group];
       group_band = noise.head_alpha[head.group];
       group_grain = grain.head[head.group];

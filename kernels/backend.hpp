@@ -31,6 +31,14 @@ struct KernelShape {
   bool packed() const { return !cu_seqlens.empty(); }
   bool grouped() const { return value_heads() != H; }
   int states() const { return packed() ? static_cast<int>(cu_seqlens.size()) - 1 : B; }
+  // packed: each token's sequence, by token; dense: empty
+  std::vector<std::int64_t> token_sequences() const {
+    std::vector<std::int64_t> out;
+    for (std::size_t n = 0; n + 1 < cu_seqlens.size(); ++n)
+      out.insert(out.end(), static_cast<std::size_t>(cu_seqlens[n + 1] - cu_seqlens[n]),
+                 static_cast<std::int64_t>(n));
+    return out;
+  }
   // every sequence, state-major then value head (core/op.hpp)
   std::vector<SequenceRef> sequences() const {
     return problem_sequences(B, T, H, value_heads(), cu_seqlens);

@@ -42,13 +42,9 @@ Elements::Elements(const KernelShape& s, const std::string& name)
       first_side_(name == "h0" || name == "dh0"),
       group_(s.value_heads() / s.H) {
   if (s.packed()) {
-    token_row_.resize(static_cast<std::size_t>(s.T));
-    for (std::size_t n = 0; n + 1 < s.cu_seqlens.size(); ++n) {
-      begin_.push_back(s.cu_seqlens[n]);
-      end_.push_back(s.cu_seqlens[n + 1]);
-      for (auto t = s.cu_seqlens[n]; t < s.cu_seqlens[n + 1]; ++t)
-        token_row_[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(n);
-    }
+    token_row_ = s.token_sequences();
+    begin_.assign(s.cu_seqlens.begin(), s.cu_seqlens.end() - 1);
+    end_.assign(s.cu_seqlens.begin() + 1, s.cu_seqlens.end());
   } else {
     begin_.assign(static_cast<std::size_t>(s.B), 0);
     end_.assign(static_cast<std::size_t>(s.B), s.T);
