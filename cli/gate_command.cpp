@@ -117,20 +117,18 @@ void print_result(const gates::GateResult& r) {
         return t.status == gates::TermStatus::pass && t.rel == 0.0;
       });
   if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate's relations
-    // bitwise, but for split-call's splits inside a chunk, held to the oracle,
-    // and cuda-chunk's packing, held to its bars against each sequence alone
-    auto count = [&](const char* label) {
-      return std::count_if(r.terms.begin(), r.terms.end(),
-                           [&](const auto& t) { return t.term.find(label) != std::string::npos; });
-    };
-    const auto to_oracle = count(" vs oracle"), to_alone = count(" packed vs alone");
-    if (!r.terms.empty())
-      detail =
-          to_alone > 0
-              ? fmt::format("{} relations at the bars, against each sequence alone", r.terms.size())
-          : to_oracle == 0 ? fmt::format("{} relations, bitwise", r.terms.size())
-                           : fmt::format("{} relations: {} bitwise, {} at the oracle's bars",
-                                         r.terms.size(), r.terms.size() - to_oracle, to_oracle);
+    // bitwise (no bar), but for split-call's splits inside a chunk, held to
+    // the oracle's bars, and cuda-chunk's packing, held to its bars against
+    // each sequence alone
+    const auto held =
+        std::count_if(r.terms.begin(), r.terms.end(), [](const auto& t) { return t.bar > 0; });
+    const auto total = static_cast<long>(r.terms.size());
+    if (total > 0)
+      detail = held == 0 ? fmt::format("{} relations, bitwise", total)
+               : r.kind == "packing"
+                   ? fmt::format("{} relations at the bars, against each sequence alone", total)
+                   : fmt::format("{} relations: {} bitwise, {} at the oracle's bars", total,
+                                 total - held, held);
   } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
   } else if (worst) {
