@@ -192,6 +192,8 @@ json FaultOutcome::to_json() const {
                            {"error", std::isfinite(g.error) ? json(g.error) : json(nullptr)},
                            {"bar", g.bar}});
   auto number = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  json broken_statuses = json::object();
+  for (const auto& [gate, status] : broken_gates) broken_statuses[gate] = status_name(status);
   return {{"fault", fault},
           {"class", cls},
           {"backend", backend},
@@ -206,6 +208,7 @@ json FaultOutcome::to_json() const {
           {"red_gates", red_gates},
           {"gates", gates},
           {"broken", broken},
+          {"broken_gates", broken_statuses},
           {"sanitizer", sanitizer},
           {"red", gate_rows},
           {"seconds", seconds}};
@@ -343,6 +346,7 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
       if (red_expected) {
         ++stayed_green;
         o.broken.push_back(fmt::format("{} must go red and stayed green", g.name));
+        o.broken_gates[g.name] = FaultStatus::survived;
       }
       continue;
     }
@@ -356,6 +360,7 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
       if (!outside.empty() || g.red_terms.empty()) {
         ++wrong_term;
         as_expected = false;
+        o.broken_gates[g.name] = FaultStatus::killed_wrong_term;
         o.broken.push_back(fmt::format("{} is red on {}; expected red only on {}", g.name,
                                        g.red_terms.empty()
                                            ? "no term (" + g.reason + ")"
@@ -366,6 +371,7 @@ void judge(const CatalogFault& fault, FaultOutcome& o) {
     if (green_expected) {
       ++green_broken;
       o.broken.push_back(fmt::format("{} must stay green and went red: {}", g.name, g.reason));
+      o.broken_gates[g.name] = FaultStatus::green_broken;
     }
     // The killer named in the report: of the gates the catalog expects red,
     // the one the fault cleared its bar by least (the margin that matters);

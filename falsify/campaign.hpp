@@ -91,7 +91,11 @@ struct FaultOutcome {
   std::vector<std::string> killed_by;  // every red gate
   int red_gates = 0, gates = 0;
   std::vector<std::string> broken;  // each broken expectation, one sentence
-  nlohmann::json sanitizer;         // tool, gate, summary, count, caught (or null)
+  // the gate of each broken expectation -> what it is for that gate: survived
+  // (must go red, stayed green), killed_wrong_term, green_broken (must stay
+  // green, went red); the report's fault-by-gate matrix draws them
+  std::map<std::string, FaultStatus> broken_gates;
+  nlohmann::json sanitizer;  // tool, gate, summary, count, caught (or null)
   std::vector<GateOutcome> outcomes;
   double seconds = 0.0;
   bool ok() const { return status == FaultStatus::killed || status == FaultStatus::ignored; }

@@ -125,13 +125,17 @@ json report_header(const RunRecord& record, const std::string& command, const st
   header["backends"] = backends;
   header["shard"] = shard;
   json baselines = json::array();
-  for (const auto& b : record.baselines)
+  for (const auto& b : record.baselines) {
+    std::vector<std::string> names;  // every gate the campaign ran, in order
+    for (const auto& g : b.clean) names.push_back(g.name);
     baselines.push_back({{"backend", b.backend},
                          {"gates", b.gates},
+                         {"gate_names", names},
                          {"clean_green", b.clean_green},
                          {"poison_red", b.poison_red},
                          {"ok", b.ok()},
                          {"problems", b.problems}});
+  }
   header["baseline"] = {{"ok", record.baseline_ok}, {"backends", baselines}};
   header["tree"] = {{"top", record.source_top.string()},
                     {"tracked_files", record.tracked_files},

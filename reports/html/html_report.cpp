@@ -427,12 +427,64 @@ std::string without_backend(const std::string& gate, const std::string& backend)
   return at == std::string::npos ? gate : gate.substr(0, at) + "." + gate.substr(at + infix.size());
 }
 
+// One cell of the fault-by-gate matrix: what the fault did to the gate,
+// judged against the catalog. A broken expectation is outlined as well as
+// coloured, so it reads without colour.
+struct MatrixCell {
+  const char* fill;
+  bool outlined;
+  const char* meaning;
+};
+
+MatrixCell matrix_cell(bool red, bool killer, const std::string& broken) {
+  if (broken == "Survived") return {"#ffffff", true, "Survived: must go red, stayed green"};
+  if (broken == "KilledWrongTerm")
+    return {colour::skipped, true, "KilledWrongTerm: red on a term the catalog does not expect"};
+  if (broken == "GreenBroken") return {"#CC79A7", true, "GreenBroken: must stay green, went red"};
+  if (killer) return {"#1a1a1a", false, "Killed: red, the killer"};
+  return red ? MatrixCell{colour::fail, false, "Killed: red"}
+             : MatrixCell{"#dcdcdc", false, "green"};
+}
+
+std::string matrix_legend() {
+  constexpr double kSwatch = 12, kItem = 190;
+  const std::vector<std::pair<MatrixCell, const char*>> items{
+      {matrix_cell(true, false, ""), "red (killed here)"},
+      {matrix_cell(true, true, ""), "the killer"},
+      {matrix_cell(false, false, ""), "green"},
+      {matrix_cell(false, false, "Survived"), "Survived: stayed green"},
+      {matrix_cell(true, false, "KilledWrongTerm"), "KilledWrongTerm"},
+      {matrix_cell(true, false, "GreenBroken"), "GreenBroken: went red"}};
+  Svg svg(kItem * 3, 2 * 20 + 4, "the matrix's cells");
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const double x = kItem * (i % 3), y = 4 + 20 * (i / 3);
+    svg.rect(x + 2, y, kSwatch * 0.75, kSwatch, items[i].first.fill, items[i].first.meaning,
+             items[i].first.outlined ? "stroke=\"#1a1a1a\" stroke-width=\"1.5\"" : "");
+    svg.text(x + 18, y + 10, items[i].second, "start", "font-size=\"11\"");
+  }
+  return svg.finish();
+}
+
 // The fault-by-gate matrix of one backend: a row per fault, a column per
 // gate; filled where the fault turned the gate red, the killer outlined.
 std::string fault_matrix(const json& d, const std::string& backend) {
+  // the gates the baseline ran; a report without their names: those the
+  // separation table and the faults' red lists name
   std::vector<std::string> gates;
-  for (const auto& s : d["separation"])
-    if (s.value("backend", "") == backend) gates.push_back(s.value("gate", ""));
+  for (const auto& b : member(member(d, "baseline"), "backends"))
+    if (b.value("backend", "") == backend)
+      gates = b.value("gate_names", std::vector<std::string>{});
+  if (gates.empty()) {
+    std::set<std::string> seen;
+    auto add = [&](const std::string& gate) {
+      if (seen.insert(gate).second) gates.push_back(gate);
+    };
+    for (const auto& s : d["separation"])
+      if (s.value("backend", "") == backend) add(s.value("gate", ""));
+    for (const auto& f : d["faults"])
+      if (f.value("backend", "") == backend)
+        for (const auto& r : member(f, "red")) add(r.value("gate", ""));
+  }
   std::vector<const json*> faults;
   for (const auto& f : d["faults"])
     if (f.value("backend", "") == backend) faults.push_back(&f);
@@ -466,22 +518,22 @@ std::string fault_matrix(const json& d, const std::string& backend) {
       if (const auto found = column.find(entry.value("gate", "")); found != column.end())
         red[found->second] = &entry;
     const std::string killer = f.value("gate", "");
+    const json& broken = member(f, "broken_gates");
     for (std::size_t g = 0; g < gates.size(); ++g) {
       const double x = kLabel + kStatus + kCell * g;
       const auto found = red.find(g);
-      if (found == red.end()) {
-        svg.rect(x + 0.5, y + 2, kCell - 1, kRow - 4, "#dcdcdc",
-                 fmt::format("{} on {}: green", f.value("fault", ""), gates[g]));
-        continue;
+      const std::string outcome = json_text(broken, gates[g].c_str());
+      const MatrixCell cell = matrix_cell(found != red.end(), gates[g] == killer, outcome);
+      std::string tip = fmt::format("{} on {}: {}", f.value("fault", ""), gates[g], cell.meaning);
+      if (found != red.end()) {
+        const json& e = *found->second;
+        tip +=
+            fmt::format(" (red on {}: error {} / bar {})",
+                        fmt::join(e.value("terms", std::vector<std::string>{}), ", "),
+                        json_figure(e.value("error", json())), json_figure(e.value("bar", json())));
       }
-      const json& e = *found->second;
-      const bool is_killer = gates[g] == killer;
-      svg.rect(x + 0.5, y + 2, kCell - 1, kRow - 4, is_killer ? "#1a1a1a" : colour::fail,
-               fmt::format("{} on {}: red on {} (error {} / bar {}){}", f.value("fault", ""),
-                           gates[g], fmt::join(e.value("terms", std::vector<std::string>{}), ", "),
-                           json_figure(e.value("error", json())),
-                           json_figure(e.value("bar", json())), is_killer ? "; the killer" : ""),
-               "");
+      svg.rect(x + 0.5, y + 2, kCell - 1, kRow - 4, cell.fill, tip,
+               cell.outlined ? "stroke=\"#1a1a1a\" stroke-width=\"1.5\"" : "");
     }
   }
   return svg.finish();
@@ -676,9 +728,10 @@ std::string campaign_section(const json& report, const std::filesystem::path& pa
   out += fault_table(d, anchor);
   out +=
       "<h3>faults by gates</h3><p class=\"note\">A row per fault, a column per gate of the "
-      "backend (its name without the backend): vermillion where the fault turned the gate red, "
-      "grey where it stayed green; black marks the killer. Hover a cell for the terms and the "
-      "error.</p>";
+      "backend (its name without the backend), each cell what the fault did to the gate, "
+      "judged against the catalog; an outline marks a broken expectation. Hover a cell for the "
+      "terms and the error.</p><div class=\"legend\">" +
+      matrix_legend() + "</div>";
   for (const auto& backend : d.value("backends", std::vector<std::string>{})) {
     const std::string matrix = fault_matrix(d, backend);
     if (!matrix.empty())

@@ -14,7 +14,9 @@ opens each from a file URL and fails on
     each section's verdict and counts, a red gate's verdict, each of its
     terms' rel and bar in the opened details, the heat map's cells, the
     verdict filter's count, sorting by rel / bar, each fault's status and
-    margin, the separation plot's points, the diff's turned-red list.
+    margin, the separation plot's points, the diff's turned-red list, and
+    (on the campaign edited to break two expectations) the matrix cells that
+    say Survived and GreenBroken.
 Then it shows the checks can fail: a page with a script error, one with a
 figure changed and one that loads an image are each refused.
 Screenshots go to OUT/*.png.
@@ -201,6 +203,41 @@ def check_campaign_section(page, section, report):
                 f"{len(matrices)} fault-by-gate matrices for {len(backends)} backends")
 
 
+def broken_campaign(campaign):
+    """The campaign with its first killed fault judged GreenBroken: one gate it
+    left green marked Survived, one it turned red marked GreenBroken."""
+    d = campaign["deltaproof"]
+    fault = next(f for f in d["faults"] if f["status"] == "Killed")
+    gates = next(b["gate_names"] for b in d["baseline"]["backends"]
+                 if b["backend"] == fault["backend"])
+    red = {r["gate"] for r in fault["red"]}
+    green_gate = next(g for g in gates if g not in red)
+    red_gate = next(g for g in gates if g in red and g != fault["gate"])
+    fault["status"] = "GreenBroken"
+    fault["broken"] = [f"{green_gate} must go red and stayed green",
+                       f"{red_gate} must stay green and went red: (edited by the test)"]
+    fault["broken_gates"] = {green_gate: "Survived", red_gate: "GreenBroken"}
+    d["verdict"] = "fail"
+    return fault, green_gate, red_gate
+
+
+def check_broken_matrix(driver, path, fault, green_gate, red_gate, out):
+    page = Page(driver, path)
+    row = page.one(f"tbody.row[data-name='{fault['fault']}'][data-backend='{fault['backend']}']")
+    if row is not None:
+        page.expect(row.find_elements(By.CSS_SELECTOR, "td")[3].text == "GreenBroken",
+                    "the edited fault's status is not GreenBroken")
+        page.expect(row.find_element(By.CSS_SELECTOR, "tr.details").is_displayed(),
+                    "a fault not killed as expected does not start open")
+    titles = [t.get_attribute("textContent")
+              for t in driver.find_elements(By.CSS_SELECTOR, ".matrix svg rect > title")]
+    for gate, status in ((green_gate, "Survived"), (red_gate, "GreenBroken")):
+        want = f"{fault['fault']} on {gate}: {status}"
+        page.expect(any(t.startswith(want) for t in titles), f"no matrix cell reads {want!r}")
+    page.shot(page.one(".matrix"), out / "campaign-matrix-broken.png")
+    return page.problems
+
+
 def check_reports_page(driver, path, reports, out, shots=True):
     page = Page(driver, path)
     sections = driver.find_elements(By.CSS_SELECTOR, "section")
@@ -286,6 +323,15 @@ def main():
             failures.append(f"{page_path}: {problem}")
         for problem in check_diff_page(driver, diff_path, reports[0], reports[1], out):
             failures.append(f"{diff_path}: {problem}")
+        # a campaign with broken expectations: its matrix cells say which
+        broken = json.loads(pathlib.Path(args.campaign).read_text())
+        fault, green_gate, red_gate = broken_campaign(broken)
+        broken_path = out / "campaign-broken.json"
+        broken_path.write_text(json.dumps(broken))
+        broken_page = out / "campaign-broken.html"
+        run([args.deltaproof, "report", "html", str(broken_path), "-o", str(broken_page)])
+        for problem in check_broken_matrix(driver, broken_page, fault, green_gate, red_gate, out):
+            failures.append(f"{broken_page}: {problem}")
         # the checks can fail: each sabotaged page must be refused for its reason
         red_rel = figure(next(t["rel"] for g in reports[1]["gates"] if g["verdict"] == "fail"
                               for t in g["terms"]))

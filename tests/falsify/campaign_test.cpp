@@ -81,6 +81,10 @@ TEST(Judge, SurvivedWhenAnExpectedRedGateStaysGreen) {
   EXPECT_EQ(o.status, FaultStatus::survived);
   ASSERT_EQ(o.broken.size(), 1u);
   EXPECT_EQ(o.broken[0], "g.cpu-chunk.t64-c16.bwd must go red and stayed green");
+  EXPECT_EQ(
+      o.broken_gates,
+      (std::map<std::string, FaultStatus>{{"g.cpu-chunk.t64-c16.bwd", FaultStatus::survived}}));
+  EXPECT_EQ(o.to_json().at("broken_gates").at("g.cpu-chunk.t64-c16.bwd"), "Survived");
 }
 
 TEST(Judge, KilledWrongTermWhenRedOutsideTheExpectedTerms) {
@@ -90,6 +94,7 @@ TEST(Judge, KilledWrongTermWhenRedOutsideTheExpectedTerms) {
   EXPECT_NE(o.broken.at(0).find("red on dk, dh0; expected red only on dg, dk, dv"),
             std::string::npos)
       << o.broken.at(0);
+  EXPECT_EQ(o.broken_gates.at("g.cpu-chunk.t32-c16.bwd"), FaultStatus::killed_wrong_term);
 }
 
 TEST(Judge, GreenBrokenWhenAnExpectedGreenGateGoesRed) {
@@ -97,6 +102,8 @@ TEST(Judge, GreenBrokenWhenAnExpectedGreenGateGoesRed) {
                                        gate("g.cpu-chunk.t16-c16.bwd", 16, 16, true, {"dk"}, 1)});
   EXPECT_EQ(o.status, FaultStatus::green_broken);
   EXPECT_NE(o.broken.at(0).find("t16-c16.bwd must stay green"), std::string::npos);
+  EXPECT_EQ(o.broken_gates.size(), 1u);
+  EXPECT_EQ(o.broken_gates.at("g.cpu-chunk.t16-c16.bwd"), FaultStatus::green_broken);
 }
 
 TEST(Judge, ExceptLeavesGatesOutOfASelector) {
