@@ -63,6 +63,45 @@ std::vector<double> figures(const nlohmann::json& row, const char* key) {
   return out;
 }
 
+// The noise model as compare.cpp's to_json wrote it (null: NaN, not judged).
+void read_noise(const nlohmann::json& n, TermComparison::Noise& noise) {
+  auto value = [](const nlohmann::json& x) { return x.is_number() ? x.get<double>() : NAN; };
+  auto scalar = [&](const char* key) {
+    const auto it = n.find(key);
+    return it == n.end() ? NAN : value(*it);
+  };
+  auto list = [&](const char* key) {
+    std::vector<double> out;
+    for (const auto& x : n.value(key, nlohmann::json::array())) out.push_back(value(x));
+    return out;
+  };
+  auto bands = [&](const char* key) {
+    std::vector<std::array<double, 2>> out;
+    for (const auto& band : n.value(key, nlohmann::json::array()))
+      if (band.is_array() && band.size() == 2) out.push_back({value(band[0]), value(band[1])});
+    return out;
+  };
+  noise.measured = true;
+  noise.baseline_rel = scalar("baseline_rel");
+  noise.worst_rel = scalar("ensemble_worst_rel");
+  noise.alpha = scalar("alpha");
+  const nlohmann::json band = n.value("alpha_band", nlohmann::json::array());
+  noise.alpha_lo = band.size() == 2 ? value(band[0]) : NAN;
+  noise.alpha_hi = band.size() == 2 ? value(band[1]) : NAN;
+  noise.alpha_z = scalar("alpha_z");
+  noise.correlation = scalar("correlation");
+  noise.bias_where = n.value("bias_where", "");
+  noise.bias_excess = scalar("bias_excess");
+  noise.mde = scalar("min_detectable_scaling");
+  noise.member_rel = list("ensemble_rel");
+  noise.member_alpha = list("ensemble_alpha");
+  noise.chunk_worst_rel = list("per_chunk_ensemble_worst_rel");
+  noise.chunk_alpha = list("per_chunk_alpha");
+  noise.chunk_band = bands("per_chunk_alpha_band");
+  noise.head_alpha = list("per_head_alpha");
+  noise.head_band = bands("per_head_alpha_band");
+}
+
 TermComparison read_term(const nlohmann::json& row) {
   TermComparison t;
   t.term = row.value("term", "");
@@ -88,6 +127,7 @@ TermComparison read_term(const nlohmann::json& row) {
     t.diagnosis.chunk_rel = figures(*d, "per_chunk_rel");
     t.diagnosis.non_finite = d->value("non_finite", 0L);
   }
+  if (const auto n = row.find("noise"); n != row.end() && n->is_object()) read_noise(*n, t.noise);
   return t;
 }
 

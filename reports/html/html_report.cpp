@@ -279,13 +279,17 @@ std::string terms_table(const GateResult& gate) {
             : fmt::format("({})=({})", term.index_names, fmt::join(term.worst_index, ","));
     std::string noise = "-";
     if (term.noise.measured)
-      noise = fmt::format("slope {:.3g} in [{:.3g}, {:.3g}]; most biased: {} ({:.2f} of its band)",
-                          term.noise.alpha, term.noise.alpha_lo, term.noise.alpha_hi,
-                          term.noise.bias_where, term.noise.bias_excess);
+      noise = fmt::format(
+          "baseline rel {}; slope {:.3g} in [{:.3g}, {:.3g}]; most biased: {} at {:.2f} of its "
+          "band; smallest red scaling {}",
+          figure(term.noise.baseline_rel), term.noise.alpha, term.noise.alpha_lo,
+          term.noise.alpha_hi, term.noise.bias_where, term.noise.bias_excess,
+          figure(term.noise.mde));
     out += fmt::format(
         "<tr data-term=\"{0}\"><td><b>{0}</b></td><td>{1}</td><td class=\"num\">{2}</td>"
         "<td class=\"num\">{3}</td><td class=\"num\">{4}</td><td class=\"num\">{5}</td>"
-        "<td class=\"num\">{6}</td><td class=\"mono\">{7}</td><td>{8}</td><td class=\"message\">{9}"
+        "<td class=\"num\">{6}</td><td class=\"mono\">{7}</td><td class=\"message\">{8}</td><td "
+        "class=\"message\">{9}"
         "</td></tr>",
         escape(term.term), badge(gates::status_name(term.status)),
         gates::rel_infinite(term) ? "inf" : figure(term.rel),
@@ -310,12 +314,15 @@ std::string bars_text(const json& bars) {
   if (!bars.is_object()) return "-";
   std::vector<std::string> parts;
   for (const char* phase : {"fwd", "bwd"}) {
-    if (!bars.contains(phase) || !bars[phase].is_object()) continue;
-    const json& b = bars[phase];
-    parts.push_back(fmt::format(
-        "{} bar {}: clean worst {} ({}), smallest fault {} ({})", phase, json_figure(b["bar"]),
-        json_figure(b.value("clean_worst", json())), json_text(b, "clean_where"),
-        json_figure(b.value("smallest_fault", json())), json_text(b, "fault_where")));
+    const json& b = member(bars, phase);
+    if (!b.is_object()) continue;
+    std::string part =
+        fmt::format("{} bar {}: clean worst {} ({})", phase, json_figure(b["bar"]),
+                    json_figure(member(b, "clean_worst")), json_text(b, "clean_where"));
+    if (member(b, "smallest_fault").is_number())
+      part += fmt::format(", smallest fault {} ({})", json_figure(member(b, "smallest_fault")),
+                          json_text(b, "fault_where"));
+    parts.push_back(part);
   }
   return escape(fmt::format("{}", fmt::join(parts, "; ")));
 }

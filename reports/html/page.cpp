@@ -21,6 +21,7 @@ h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
 h2 { font-size: 1.25rem; margin: 2.5rem 0 .5rem; border-bottom: 2px solid var(--ink); }
 h3 { font-size: 1.05rem; margin: 1.5rem 0 .4rem; }
 p.note { color: var(--muted); margin: .2rem 0 .6rem; max-width: 60rem; }
+td.mono { white-space: nowrap; }
 code, .num, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .85rem; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .5rem 0; }
