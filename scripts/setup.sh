@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip git
           libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
           libcli11-dev libfmt-dev libvalijson-dev
-          chromium chromium-driver python3-selenium fonts-dejavu-core)
+          chromium chromium-driver python3-selenium fonts-dejavu-core
+          python3-clang libclang1-14)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -30,6 +31,13 @@ if ! python3 -c 'import selenium' 2>/dev/null; then
   echo "setup: installing selenium from PyPI"
   python3 -m pip install --quiet selenium 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages selenium
+fi
+
+# falsify/mutants.py finds mutation sites with libclang's Python bindings
+if ! python3 -c 'import clang.cindex' 2>/dev/null; then
+  echo "setup: installing libclang's Python bindings (clang 14) from PyPI"
+  python3 -m pip install --quiet "clang==14.0" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "clang==14.0"
 fi
 
 cmake --preset release >/dev/null

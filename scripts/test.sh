@@ -20,6 +20,9 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== Python: load every committed fixture with safetensors + numpy"
 python3 scripts/check_fixtures.py fixtures
+echo "== Python: falsify/mutants.py finds every operator's sites with libclang, and its"
+echo "   schemata switched on match the hand edits"
+python3 tests/python/mutants_test.py
 echo "== Python: scripts/alpha_contributions.py finds a head's 1% scaling"
 python3 tests/python/alpha_contributions_test.py
 
