@@ -15,6 +15,7 @@
 #include "gates/noise.hpp"
 #include "gates/registry.hpp"
 #include "gates/report.hpp"
+#include "kernels/mutants.hpp"
 #include "oracle/coverage.hpp"
 
 namespace deltaproof::cli {
@@ -47,6 +48,14 @@ void add_gate_command(CLI::App& app, GateArguments& a) {
       "keep the noise models of bf16/tf32 bars in DIR and reuse them (same fixture, phase and "
       "class): a second kernel on a large fixture skips the ensemble's runs";
   a.run->add_option("--noise-cache", a.noise_cache, noise_cache_help);
+  a.run
+      ->add_option("--mutant", a.mutant,
+                   "a mutation run's build (falsify mutate): switch mutant ID on (0: none)")
+      ->check(CLI::Range(0, kernels::kMaxMutantId));
+  a.run->add_option("--mutant-coverage", a.mutant_coverage,
+                    "a mutation run's build: write the mutant points the gates reached to FILE "
+                    "(JSON)");
+  a.run->add_flag("--first-red", a.first_red, "stop at the first gate that is not green");
   if (kernels::kFaultsCompiledIn)
     a.run->add_option("--fault", a.fault,
                       "falsify build: switch one kernel or instrument fault on by id "
@@ -187,6 +196,7 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     gates::set_active_fault(a.fault);
     options.fault = a.fault;
 #endif
+    kernels::set_active_mutant(a.mutant);
     std::vector<gates::GateResult> results;
     int failed = 0, skipped = 0;
     for (const auto& gate : chosen) {
@@ -194,7 +204,14 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
       print_result(results.back());
       failed += results.back().verdict == gates::Verdict::fail;
       skipped += results.back().verdict == gates::Verdict::skipped;
+      if (a.first_red && failed > 0) {
+        fmt::print("--first-red: stopped after {} of {} gates\n", results.size(), chosen.size());
+        break;
+      }
     }
+    if (!a.mutant_coverage.empty())
+      write_text_atomically(a.mutant_coverage,
+                            nlohmann::json(kernels::reached_mutants()).dump() + "\n");
     fmt::print("{} gates: {} passed, {} failed, {} skipped\n", results.size(),
                results.size() - failed - skipped, failed, skipped);
     write_report(a.report, results, command_line);

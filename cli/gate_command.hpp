@@ -20,6 +20,11 @@ struct GateArguments {
   std::string fault;  // falsify build: one kernel fault switched on
   std::string fixture, candidate, precision = "f32", phase;
   std::string noise_cache;  // gates::set_noise_cache
+  // a mutation run (kernels/mutants.hpp): the mutant switched on, where to
+  // write the mutant points the run reached, stop at the first red gate
+  int mutant = 0;
+  std::string mutant_coverage;
+  bool first_red = false;
   CLI::App* list = nullptr;
   CLI::App* run = nullptr;
   CLI::App* check = nullptr;

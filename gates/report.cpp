@@ -157,6 +157,7 @@ GateResult read_gate_result(const nlohmann::json& gate) {
       r.terms.push_back(read_term(row));
     r.gradients_compared = gate.value("gradients_compared", true);
     r.seconds = figure(gate, "seconds");
+    r.outputs_sha256 = gate.value("outputs_sha256", "");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("gate {}: a field of the wrong type: {}", r.name, e.what()));
   } catch (const InputError& e) {

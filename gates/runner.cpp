@@ -39,26 +39,28 @@ nlohmann::json bars_json(const PhaseBars& bars, Precision precision) {
 nlohmann::json GateResult::to_json() const {
   nlohmann::json term_rows = nlohmann::json::array();
   for (const auto& t : terms) term_rows.push_back(t.to_json());
-  return {{"name", name},
-          {"kind", kind},
-          {"op", op},
-          {"backend", backend},
-          {"phase", phase},
-          {"precision", precision},
-          {"verdict", verdict_name(verdict)},
-          {"reasons", reasons},
-          {"fixture", fixture},
-          {"bars", bars},
-          {"execution_record", record.stages},
-          {"required_stages", required_stages},
-          {"determinism",
-           {{"repeats", determinism.repeats},
-            {"replays", determinism.replays},
-            {"identical", determinism.identical},
-            {"first_difference", determinism.first_difference}}},
-          {"terms", term_rows},
-          {"gradients_compared", gradients_compared},
-          {"seconds", seconds}};
+  nlohmann::json row = {{"name", name},
+                        {"kind", kind},
+                        {"op", op},
+                        {"backend", backend},
+                        {"phase", phase},
+                        {"precision", precision},
+                        {"verdict", verdict_name(verdict)},
+                        {"reasons", reasons},
+                        {"fixture", fixture},
+                        {"bars", bars},
+                        {"execution_record", record.stages},
+                        {"required_stages", required_stages},
+                        {"determinism",
+                         {{"repeats", determinism.repeats},
+                          {"replays", determinism.replays},
+                          {"identical", determinism.identical},
+                          {"first_difference", determinism.first_difference}}},
+                        {"terms", term_rows},
+                        {"gradients_compared", gradients_compared},
+                        {"seconds", seconds}};
+  if (!outputs_sha256.empty()) row["outputs_sha256"] = outputs_sha256;
+  return row;
 }
 
 LoadedFixture load_fixture(const fs::path& path, Phase phase) {

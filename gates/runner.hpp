@@ -51,6 +51,9 @@ struct GateResult {
   nlohmann::json bars;             // fwd/bwd bar with evidence
   bool gradients_compared = true;  // false for a forward-only gate or check
   double seconds = 0.0;
+  // an oracle gate: sha256 of every output's name and bits (a mutation run
+  // tells a mutant with no effect from a survivor by it); "" otherwise
+  std::string outputs_sha256;
   bool passed() const { return verdict == Verdict::pass; }
   nlohmann::json to_json() const;
 };

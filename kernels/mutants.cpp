@@ -1,22 +1,48 @@
 // kernels/mutants.cpp — see mutants.hpp.
 #include "kernels/mutants.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstdlib>
 
 namespace deltaproof::kernels {
 namespace {
 
-int& mutant() {
-  static int id = [] {
+std::atomic<int>& mutant() {
+  static std::atomic<int> id = [] {
     const char* text = std::getenv("DELTAPROOF_MUTANT");
     return text ? std::atoi(text) : 0;
   }();
   return id;
 }
 
+std::array<std::atomic<bool>, kMaxMutantId + 1>& reached() {
+  static std::array<std::atomic<bool>, kMaxMutantId + 1> points{};
+  return points;
+}
+
 }  // namespace
 
-int active_mutant() { return mutant(); }
-void set_active_mutant(int id) { mutant() = id; }
+int active_mutant() { return mutant().load(std::memory_order_relaxed); }
+void set_active_mutant(int id) { mutant().store(id, std::memory_order_relaxed); }
+
+bool mutant_point(int id) {
+  if (id > 0 && id <= kMaxMutantId) {
+    auto& point = reached()[static_cast<std::size_t>(id)];
+    // a load first: the points sit in the kernels' inner loops, shared by threads
+    if (!point.load(std::memory_order_relaxed)) point.store(true, std::memory_order_relaxed);
+  }
+  return id > 0 && id == active_mutant();
+}
+
+std::vector<int> reached_mutants() {
+  std::vector<int> ids;
+  for (int id = 1; id <= kMaxMutantId; ++id)
+    if (reached()[static_cast<std::size_t>(id)].load(std::memory_order_relaxed)) ids.push_back(id);
+  return ids;
+}
+
+MutantSuspended::MutantSuspended() : saved_(active_mutant()) { set_active_mutant(0); }
+MutantSuspended::~MutantSuspended() { set_active_mutant(saved_); }
 
 }  // namespace deltaproof::kernels

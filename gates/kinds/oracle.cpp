@@ -10,9 +10,11 @@
 
 #include "core/error.hpp"
 #include "core/process.hpp"
+#include "core/sha256.hpp"
 #include "gates/instrument_faults.hpp"
 #include "gates/kinds/kind.hpp"
 #include "gates/noise.hpp"
+#include "kernels/mutants.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/fixture.hpp"
 
@@ -108,6 +110,19 @@ Buffers replay_once(const RunOptions& options, const Gate& gate, const fs::path&
   return buffers;
 }
 
+// Every output's name and bytes, hashed: two runs whose digests agree wrote
+// the same bits (a mutant with no effect on this fixture).
+std::string outputs_digest(const Buffers& out) {
+  std::vector<std::byte> bytes;
+  for (const auto& [name, values] : out) {
+    const auto* name_bytes = reinterpret_cast<const std::byte*>(name.data());
+    bytes.insert(bytes.end(), name_bytes, name_bytes + name.size() + 1);
+    const auto* data = reinterpret_cast<const std::byte*>(values.data());
+    bytes.insert(bytes.end(), data, data + values.size() * sizeof(float));
+  }
+  return sha256_hex(bytes);
+}
+
 }  // namespace
 
 void run_oracle(const KindContext& c, GateResult& r) {
@@ -115,6 +130,7 @@ void run_oracle(const KindContext& c, GateResult& r) {
   const RunOptions& options = c.options;
   const LoadedFixture& f = c.fixture;
   const Buffers out = run_poisoned(c.backend, f.job.shape, f.job.inputs, gate.phase, r.record);
+  r.outputs_sha256 = outputs_digest(out);
   auto candidate = as_doubles(out);
   if (DELTAPROOF_INSTRUMENT_FAULT(layout_swapped)) read_head_first(f.job.shape, candidate);
   const auto reference = DELTAPROOF_INSTRUMENT_FAULT(reference_other_seed)
@@ -127,6 +143,7 @@ void run_oracle(const KindContext& c, GateResult& r) {
     // itself got wrong (the instrument fault reference-other-seed)
     const NoiseModel noise = [&] {
       const kernels::FaultSuspended clean;
+      const kernels::MutantSuspended no_mutant;
       return measure_noise(f.job.shape, f.job.inputs, gate.phase, f.reference,
                            gate.family->precision);
     }();
