@@ -223,6 +223,16 @@ class Finder:
             function = node.spelling if node.kind != ci.CursorKind.LAMBDA_EXPR else function
         if not self.in_file(node) and node.kind != ci.CursorKind.TRANSLATION_UNIT:
             return
+        if node.kind in (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPE_ALIAS_TEMPLATE_DECL,
+                         ci.CursorKind.TYPEDEF_DECL, ci.CursorKind.STATIC_ASSERT,
+                         ci.CursorKind.TEMPLATE_TYPE_PARAMETER,
+                         ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER):
+            return  # types and constant expressions: no run-time switch there
+        if node.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.CXX_METHOD,
+                         ci.CursorKind.FUNCTION_TEMPLATE, ci.CursorKind.VAR_DECL) \
+                and "constexpr" in self.text[node.extent.start.offset:
+                                             node.location.offset].decode().split():
+            return
         if node.kind in (ci.CursorKind.IF_STMT, ci.CursorKind.CONDITIONAL_OPERATOR):
             children = list(node.get_children())
             if children and "DELTAPROOF_FAULT" in self.source(children[0]):

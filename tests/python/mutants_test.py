@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "falsify"))
 import mutants  # noqa: E402
 
 SAMPLE = ROOT / "tests/python/mutants/sample.cpp"
-SWITCH = ROOT / "tests/python/mutants/mutants_main.cpp"
+SWITCH = ROOT / "kernels/mutants.cpp"  # the switch itself: DELTAPROOF_MUTANT from the environment
 FLAGS = ["-std=gnu++20", "-O0", "-isystem", "/usr/include/eigen3", f"-I{ROOT}"]
 
 
