@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <initializer_list>
 #include <vector>
 
@@ -28,11 +27,7 @@ using gates::TermComparison;
 
 // ---- figures -------------------------------------------------------------
 
-// A metamorphic relation's term, compared bit for bit; split-call's splits
-// inside a chunk carry the oracle's bar instead.
-bool is_bitwise(const GateResult& gate, const TermComparison& term) {
-  return gate.kind != "oracle" && gate.kind != "check" && !(term.bar > 0);
-}
+using gates::is_bitwise;
 
 // A figure the report may hold as null (NaN, or inf written as null).
 std::string figure(double value) {
@@ -112,20 +107,8 @@ std::size_t widest_term(std::initializer_list<const gates::ReportFile*> reports)
 constexpr int kFigureWidth = 9;
 constexpr int kWorstWidth = 24;
 
-// A falsification campaign's report (Stryker schema + "deltaproof"), or null.
-json falsify_report_at(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  try {
-    json report = json::parse(in);
-    return falsify::is_falsify_report(report) ? report : json(nullptr);
-  } catch (const json::parse_error&) {
-    return nullptr;
-  }
-}
-
 int show(const std::string& path, bool all_gates) {
-  if (const json campaign = falsify_report_at(path); !campaign.is_null()) {
+  if (const json campaign = falsify::falsify_report_at(path); !campaign.is_null()) {
     falsify::print_falsify_report(campaign, all_gates);
     return 0;
   }
@@ -142,13 +125,7 @@ int show(const std::string& path, bool all_gates) {
   fmt::print("{:<{}}  {:>{}}  {:>{}}  {:>{}}  {:<{}}  {}\n", "gate / term", term_width + 2, "rel",
              kFigureWidth, "bar", kFigureWidth, "margin", kFigureWidth, "worst index", kWorstWidth,
              "status");
-  int passed = 0, failed = 0, skipped = 0;
-  double seconds = 0.0;
   for (const auto& gate : report.gates) {
-    passed += gate.verdict == gates::Verdict::pass;
-    failed += gate.verdict == gates::Verdict::fail;
-    skipped += gate.verdict == gates::Verdict::skipped;
-    seconds += gate.seconds;
     fmt::print("{}  {}  ({} {}, {}, {}, {:.3f} s)\n", gate.name, painted_verdict(gate.verdict),
                gate.kind, gate.phase, gate.backend, gate.precision, gate.seconds);
     for (const auto& term : gate.terms) {
@@ -167,8 +144,9 @@ int show(const std::string& path, bool all_gates) {
     fmt::print("  {} {}\n", painted_verdict(gate.verdict), gate.name);
     for (const auto& reason : gate.reasons) fmt::print("       {}\n", reason);
   }
+  const gates::GateCounts counts = gates::count_gates(report);
   fmt::print("\n{} gates: {} passed, {} failed, {} skipped ({:.3f} s); verdict {}\n",
-             report.gates.size(), passed, failed, skipped, seconds,
+             report.gates.size(), counts.passed, counts.failed, counts.skipped, counts.seconds,
              painted_verdict(report.verdict));
   return 0;
 }

@@ -192,6 +192,17 @@ bool is_falsify_report(const json& report) {
          report["deltaproof"].value("schema", "") == kFalsifyReportFormat;
 }
 
+json falsify_report_at(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  try {
+    json report = json::parse(in);
+    return is_falsify_report(report) ? report : json(nullptr);
+  } catch (const json::parse_error&) {
+    return nullptr;
+  }
+}
+
 void print_falsify_report(const json& report, bool all_gates) {
   const json& d = report["deltaproof"];
   fmt::print("report   falsification campaign ({}; Stryker schemaVersion {})\n",

@@ -66,5 +66,9 @@ nlohmann::json campaign_report(const CampaignResult& result, const Catalog& cata
 // baselines, the tree check, and each gate's separation with the weak ones.
 void print_falsify_report(const nlohmann::json& report, bool all_gates);
 bool is_falsify_report(const nlohmann::json& report);
+// The campaign report at `path`, or null when it holds something else (not
+// JSON, or another report: read it as a gate report, whose reader names the
+// problem) or cannot be read.
+nlohmann::json falsify_report_at(const std::filesystem::path& path);
 
 }  // namespace deltaproof::falsify

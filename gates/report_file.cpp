@@ -331,6 +331,21 @@ bool rel_infinite(const TermComparison& term) {
 }
 bool rel_measured(const TermComparison& term) { return std::isfinite(term.rel); }
 
+bool is_bitwise(const GateResult& gate, const TermComparison& term) {
+  return gate.kind != "oracle" && gate.kind != "check" && !(term.bar > 0);
+}
+
+GateCounts count_gates(const ReportFile& report) {
+  GateCounts counts;
+  for (const auto& gate : report.gates) {
+    counts.passed += gate.verdict == Verdict::pass;
+    counts.failed += gate.verdict == Verdict::fail;
+    counts.skipped += gate.verdict == Verdict::skipped;
+    counts.seconds += gate.seconds;
+  }
+  return counts;
+}
+
 ReportDiff diff_reports(const ReportFile& a, const ReportFile& b) {
   ReportDiff diff;
   const auto gates_a = gates_by_name(a);

@@ -72,4 +72,15 @@ ReportDiff diff_reports(const ReportFile& a, const ReportFile& b);
 bool rel_infinite(const TermComparison& term);
 bool rel_measured(const TermComparison& term);
 
+// A metamorphic relation's term compared bit for bit (no bar); split-call's
+// splits inside a chunk carry the oracle's bar instead.
+bool is_bitwise(const GateResult& gate, const TermComparison& term);
+
+// A report's gates by verdict, and their time.
+struct GateCounts {
+  int passed = 0, failed = 0, skipped = 0;
+  double seconds = 0.0;
+};
+GateCounts count_gates(const ReportFile& report);
+
 }  // namespace deltaproof::gates

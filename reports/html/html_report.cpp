@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -56,10 +55,7 @@ std::string code(std::string_view text) { return "<code>" + escape(text) + "</co
 
 // ---- a term's error against its bar ---------------------------------------
 
-// A relation compared bit for bit (metamorphic kinds without a bar).
-bool is_bitwise(const GateResult& gate, const TermComparison& term) {
-  return gate.kind != "oracle" && gate.kind != "check" && !(term.bar > 0);
-}
+using gates::is_bitwise;
 
 bool compared(const TermComparison& term) {
   return term.status != gates::TermStatus::not_compared &&
@@ -365,21 +361,14 @@ std::string gate_details(const GateResult& gate) {
 // ---- a gate report --------------------------------------------------------
 
 std::string gate_report_section(const gates::ReportFile& report, const std::string& anchor) {
-  int passed = 0, failed = 0, skipped = 0;
-  double seconds = 0;
-  for (const auto& gate : report.gates) {
-    passed += gate.verdict == gates::Verdict::pass;
-    failed += gate.verdict == gates::Verdict::fail;
-    skipped += gate.verdict == gates::Verdict::skipped;
-    seconds += gate.seconds;
-  }
+  const gates::GateCounts counts = gates::count_gates(report);
   std::string out = fmt::format(
       "<section class=\"gate-report\" id=\"{}\"><h2>gate report: {}</h2>"
       "<p class=\"big\"><span class=\"verdict\">{}</span> <span class=\"counts\">{} gates: {} "
       "passed, {} failed, {} skipped</span> ({:.1f} s of gate time)</p>",
       escape(anchor), escape(report.path.filename().string()),
-      badge(gates::verdict_name(report.verdict)), report.gates.size(), passed, failed, skipped,
-      seconds);
+      badge(gates::verdict_name(report.verdict)), report.gates.size(), counts.passed, counts.failed,
+      counts.skipped, counts.seconds);
   out += key_values({{"file", code(report.path.string())},
                      {"tool", escape(report.tool)},
                      {"commit", code(report.git_commit)},
@@ -910,19 +899,6 @@ std::string diff_body(const gates::ReportFile& a, const gates::ReportFile& b) {
   return out + "</section>";
 }
 
-// A campaign report, or null when `path` holds something else (then read
-// as a gate report, whose reader names the problem).
-json campaign_at(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  try {
-    json report = json::parse(in);
-    return falsify::is_falsify_report(report) ? report : json(nullptr);
-  } catch (const json::parse_error&) {
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 std::string reports_page(const std::vector<std::filesystem::path>& files) {
@@ -930,7 +906,7 @@ std::string reports_page(const std::vector<std::filesystem::path>& files) {
   std::string toc;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string anchor = fmt::format("report-{}", i + 1);
-    const json campaign = campaign_at(files[i]);
+    const json campaign = falsify::falsify_report_at(files[i]);
     std::string verdict;
     if (campaign.is_null()) {
       const gates::ReportFile report = gates::read_report_file(files[i]);
