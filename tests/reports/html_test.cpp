@@ -62,8 +62,9 @@ TEST(Html, LogAxisMapsDecadesAndClamps) {
 }
 
 TEST(Html, TableRowsCarryTheirValuesAndFiltersListThem) {
-  Table table("t", "gates",
-              {{"name", "gate"}, {"verdict", "verdict", false, true}, {"worst", "rel / bar", true}});
+  Table table(
+      "t", "gates",
+      {{"name", "gate"}, {"verdict", "verdict", false, true}, {"worst", "rel / bar", true}});
   table.add_row({"a&b", "pass", "0.5"}, {{"name", "a&b"}, {"verdict", "pass"}, {"worst", "0.5"}});
   table.add_row({"c", "fail", "inf"}, {{"name", "c"}, {"verdict", "fail"}, {"worst", "inf"}},
                 "<p>why</p>", true);
