@@ -197,6 +197,7 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
     options.fault = a.fault;
 #endif
     kernels::set_active_mutant(a.mutant);
+    options.digest_outputs = a.run->count("--mutant") > 0 || !a.mutant_coverage.empty();
     std::vector<gates::GateResult> results;
     int failed = 0, skipped = 0;
     for (const auto& gate : chosen) {

@@ -25,6 +25,8 @@ struct RunOptions {
   int replay = 0;        // extra runs in fresh processes (`deltaproof run`)
   std::string self_exe;  // the deltaproof executable, for --replay
   std::string fault;     // falsify build: the active fault, handed to --replay processes
+  // a mutation run: oracle gates hash their outputs (GateResult::outputs_sha256)
+  bool digest_outputs = false;
   // Runs this backend instead of the family's (tests of the gates themselves
   // run deliberately broken backends through the real gate); not for --replay.
   const kernels::Backend* backend = nullptr;
@@ -51,8 +53,9 @@ struct GateResult {
   nlohmann::json bars;             // fwd/bwd bar with evidence
   bool gradients_compared = true;  // false for a forward-only gate or check
   double seconds = 0.0;
-  // an oracle gate: sha256 of every output's name and bits (a mutation run
-  // tells a mutant with no effect from a survivor by it); "" otherwise
+  // an oracle gate of a mutation run (RunOptions::digest_outputs): sha256 of
+  // every output's name and bits, which tells a mutant with no effect from a
+  // survivor; "" otherwise
   std::string outputs_sha256;
   bool passed() const { return verdict == Verdict::pass; }
   nlohmann::json to_json() const;

@@ -22,11 +22,13 @@ expect 0 '2 gates: 2 passed, 0 failed, 0 skipped' -- \
 expect 0 'PASS gdn.cpu-chunk.t40-c16.split-call' -- gate run 'gdn.cpu-chunk.t40-c16.split-call'
 expect 2 'folder does not exist' -- gate run 'kda.cpu-chunk.t40-c16.fwd' --report "$work/no/r.json"
 # a mutation run's flags: no schemata in this build, so no point is reached; an oracle
-# gate's outputs digest is the same with any mutant on (none is compiled in)
+# gate hashes its outputs in a mutation run only
 expect 0 '1 gates: 1 passed' -- gate run 'kda.cpu-chunk.t40-c16.fwd' --mutant 7 --first-red \
   --mutant-coverage "$work/coverage.json" --report "$work/m.json"
 [[ $(cat "$work/coverage.json") == "[]" ]] || fail "--mutant-coverage: $(cat "$work/coverage.json")"
 grep -Eq '"outputs_sha256": "[0-9a-f]{64}"' "$work/m.json" || fail "no outputs_sha256 in the report"
+expect 0 '1 gates: 1 passed' -- gate run 'kda.cpu-chunk.t40-c16.fwd' --report "$work/plain.json"
+grep -q outputs_sha256 "$work/plain.json" && fail "a gate run outside a mutation run hashed its outputs"
 expect 2 "--mutant: Value 70000 not in range" -- gate run 'kda.cpu-chunk.t40-c16.fwd' --mutant 70000
 
 # the report: one JSON document, no temp file left behind
