@@ -88,6 +88,11 @@ double gate_worst(const GateResult& gate) {
   return worst;
 }
 
+// rel as the report means it: "inf" when the candidate held NaN or inf.
+std::string rel_text(const TermComparison& term) {
+  return gates::rel_infinite(term) ? "inf" : figure(term.rel);
+}
+
 std::string ratio_text(double ratio) {
   if (std::isnan(ratio)) return "-";
   if (std::isinf(ratio)) return "inf";
@@ -113,7 +118,7 @@ double scale_position(double ratio, Decades decades = kTableDecades) {
 
 std::string term_tooltip(const GateResult& gate, const TermComparison& term) {
   if (!compared(term)) return fmt::format("{}: {}", term.term, gates::status_name(term.status));
-  const std::string rel = gates::rel_infinite(term) ? "inf" : figure(term.rel);
+  const std::string rel = rel_text(term);
   if (is_bitwise(gate, term))
     return fmt::format("{}: bitwise, rel {} ({})", term.term, rel, gates::status_name(term.status));
   return fmt::format("{}: rel {} / bar {} = {} ({})", term.term, rel, figure(term.bar),
@@ -287,8 +292,7 @@ std::string terms_table(const GateResult& gate) {
         "<td class=\"num\">{6}</td><td class=\"mono\">{7}</td><td class=\"message\">{8}</td><td "
         "class=\"message\">{9}"
         "</td></tr>",
-        escape(term.term), badge(gates::status_name(term.status)),
-        gates::rel_infinite(term) ? "inf" : figure(term.rel),
+        escape(term.term), badge(gates::status_name(term.status)), rel_text(term),
         bitwise ? "bitwise" : fmt::format("{:.1e}", term.bar),
         compared(term) ? ratio_text(term_over_bar(gate, term)) : "-",
         bitwise ? "-" : (std::isfinite(term.margin) ? fmt::format("{:.3g}", term.margin) : "-"),
@@ -331,6 +335,7 @@ std::string gate_details(const GateResult& gate) {
     out += "</ul>";
   }
   out += terms_table(gate);
+  const Decades decades = heat_decades(gate);
   bool any_chunks = false;
   for (const auto& term : gate.terms) any_chunks = any_chunks || !term.chunk_rel.empty();
   out += fmt::format(
@@ -339,7 +344,7 @@ std::string gate_details(const GateResult& gate) {
       "below); the last column is the whole term; a cross marks a cell above the bar. "
       "{}</p><div class=\"scroll heat\">{}</div><div class=\"legend\">{}</div>",
       any_chunks ? "The dot marks each term's worst chunk." : "(no per-chunk figures: states only)",
-      heat_map(gate, heat_decades(gate)), heat_legend(heat_decades(gate)));
+      heat_map(gate, decades), heat_legend(decades));
   std::vector<std::string> record;
   for (const auto& [stage, launches] : gate.record.stages)
     record.push_back(fmt::format("{} x{}", stage, launches));
@@ -535,6 +540,26 @@ std::string fault_matrix(const json& d, const std::string& backend) {
   return svg.finish();
 }
 
+// The frame of a log-log plot: the square at (left, top) of side `size`, a
+// grid line per decade of `x` (labelled every `label_every`-th) and the two
+// axis titles.
+void log_log_frame(Svg& svg, const LogAxis& x, const LogAxis& y, double left, double top,
+                   double size, int label_every, std::string_view x_title,
+                   std::string_view y_title) {
+  svg.rect(left, top, size, size, "#fafafa", "", "stroke=\"#999\"");
+  for (int dec = x.first_decade(); dec <= x.last_decade(); ++dec) {
+    const double v = std::pow(10.0, dec);
+    svg.line(x.at(v), top, x.at(v), top + size, "#e2e2e2");
+    svg.line(left, y.at(v), left + size, y.at(v), "#e2e2e2");
+    if ((dec - x.first_decade()) % label_every != 0) continue;
+    svg.text(x.at(v), top + size + 14, fmt::format("1e{}", dec), "middle", "font-size=\"10\"");
+    svg.text(left - 4, y.at(v) + 3, fmt::format("1e{}", dec), "end", "font-size=\"10\"");
+  }
+  svg.text(left + size / 2, top + size + 32, x_title, "middle", "font-size=\"11\"");
+  svg.text(16, top + size / 2, y_title, "middle",
+           fmt::format("font-size=\"11\" transform=\"rotate(-90 16 {})\"", px(top + size / 2)));
+}
+
 // Separation: each gate's clean error (x) against the smallest error a kernel
 // fault made on it (y), log-log; y = x and y = 10 x drawn. A point under the
 // 10x line is a weak gate. Gates no fault turned red sit on the top edge.
@@ -556,17 +581,8 @@ std::string separation_plot(const json& d) {
   x_axis.hi = y_axis.hi = std::max(x_axis.hi, y_axis.hi);
   Svg svg(kLeft + kSize + kRight, kTop + kSize + kBottom,
           "separation: clean error against the smallest fault error");
-  svg.rect(kLeft, kTop, kSize, kSize, "#fafafa", "", "stroke=\"#999\"");
-  for (int dec = x_axis.first_decade(); dec <= x_axis.last_decade(); ++dec) {
-    const double v = std::pow(10.0, dec);
-    const double x = x_axis.at(v), y = y_axis.at(v);
-    svg.line(x, kTop, x, kTop + kSize, "#e2e2e2");
-    svg.line(kLeft, y, kLeft + kSize, y, "#e2e2e2");
-    if ((dec - x_axis.first_decade()) % 2 == 0) {
-      svg.text(x, kTop + kSize + 14, fmt::format("1e{}", dec), "middle", "font-size=\"10\"");
-      svg.text(kLeft - 4, y + 3, fmt::format("1e{}", dec), "end", "font-size=\"10\"");
-    }
-  }
+  log_log_frame(svg, x_axis, y_axis, kLeft, kTop, kSize, 2,
+                "clean error (rel, the gate's worst term)", "smallest kernel-fault error");
   auto diagonal = [&](double factor, const char* style, const char* label) {
     const double lo = x_axis.lo, hi = x_axis.hi / factor / 1.001;
     svg.line(x_axis.at(lo), y_axis.at(lo * factor), x_axis.at(hi), y_axis.at(hi * factor),
@@ -575,10 +591,6 @@ std::string separation_plot(const json& d) {
   };
   diagonal(1.0, "stroke-dasharray=\"2 3\"", "y = x");
   diagonal(10.0, "stroke-width=\"1.5\"", "10x");
-  svg.text(kLeft + kSize / 2, kTop + kSize + 32, "clean error (rel, the gate's worst term)",
-           "middle", "font-size=\"11\"");
-  svg.text(16, kTop + kSize / 2, "smallest kernel-fault error", "middle",
-           fmt::format("font-size=\"11\" transform=\"rotate(-90 16 {})\"", px(kTop + kSize / 2)));
   std::map<std::string, std::size_t> backends;
   for (const auto& s : d["separation"]) backends.emplace(s.value("backend", ""), backends.size());
   // marker shapes as well as colours, so the backends part without colour
@@ -778,20 +790,9 @@ std::string diff_plot(const gates::ReportDiff& diff) {
       }
   LogAxis y_axis{x_axis.lo, x_axis.hi, kTop + kSize, kTop};
   Svg svg(kLeft + kSize + kRight, kTop + kSize + kBottom, "rel in A against rel in B, per term");
-  svg.rect(kLeft, kTop, kSize, kSize, "#fafafa", "", "stroke=\"#999\"");
-  for (int dec = x_axis.first_decade(); dec <= x_axis.last_decade(); ++dec) {
-    const double v = std::pow(10.0, dec);
-    svg.line(x_axis.at(v), kTop, x_axis.at(v), kTop + kSize, "#e2e2e2");
-    svg.line(kLeft, y_axis.at(v), kLeft + kSize, y_axis.at(v), "#e2e2e2");
-    svg.text(x_axis.at(v), kTop + kSize + 14, fmt::format("1e{}", dec), "middle",
-             "font-size=\"10\"");
-    svg.text(kLeft - 4, y_axis.at(v) + 3, fmt::format("1e{}", dec), "end", "font-size=\"10\"");
-  }
+  log_log_frame(svg, x_axis, y_axis, kLeft, kTop, kSize, 1, "rel in A", "rel in B");
   svg.line(x_axis.at(x_axis.lo), y_axis.at(y_axis.lo), x_axis.at(x_axis.hi), y_axis.at(y_axis.hi),
            "#1a1a1a", "stroke-dasharray=\"2 3\"");
-  svg.text(kLeft + kSize / 2, kTop + kSize + 32, "rel in A", "middle", "font-size=\"11\"");
-  svg.text(16, kTop + kSize / 2, "rel in B", "middle",
-           fmt::format("font-size=\"11\" transform=\"rotate(-90 16 {})\"", px(kTop + kSize / 2)));
   for (const auto& gate : diff.gates)
     for (const auto& t : gate.terms) {
       if (!t.a || !t.b || !(t.a->rel > 0) || !(t.b->rel > 0)) continue;
@@ -818,7 +819,7 @@ std::string diff_plot(const gates::ReportDiff& diff) {
 
 std::string rel_or_dash(const TermComparison* term) {
   if (!term) return "-";
-  return gates::rel_infinite(*term) ? "inf" : figure(term->rel);
+  return rel_text(*term);
 }
 
 std::string diff_body(const gates::ReportFile& a, const gates::ReportFile& b) {
