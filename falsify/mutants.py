@@ -99,6 +99,7 @@ class Site:
         self.operator, self.start, self.length = operator, start, length
         self.original, self.replacement = original, replacement
         self.node, self.holder = node, holder  # holder: the node the schemata wrap
+        self.function = ""  # the enclosing function, set by the walk
 
 
 class Finder:
@@ -113,7 +114,6 @@ class Finder:
         if errors:
             raise SystemExit(f"{path}: libclang could not parse it: {errors[0]}")
         self.sites = []
-        self.function = {}  # node hash -> enclosing function name
 
     # ---- source helpers ----
     def span(self, node):
@@ -136,34 +136,21 @@ class Finder:
         text = self.text[a:b].decode()
         return "DELTAPROOF_" in text or "assert" in text
 
-    def operator_token(self, node):
-        children = list(node.get_children())
-        if len(children) != 2:
-            return None
-        left_end = children[0].extent.end.offset
-        right_start = children[1].extent.start.offset
-        for token in node.get_tokens():
-            o = token.extent.start.offset
-            if left_end <= o < right_start and token.kind == ci.TokenKind.PUNCTUATION:
-                return token.spelling, o
-        return None
-
-    def operator_token_between(self, node, children):
-        """An overloaded binary operator's token: the punctuation between the
-        first operand and the last (the callee, operator+, sits between)."""
-        operands = [c for c in children if c.kind != ci.CursorKind.DECL_REF_EXPR
-                    or not c.spelling.startswith("operator")]
-        operands = [c for c in operands if not c.spelling.startswith("operator")]
-        if len(operands) < 2:
-            return None
-        left_end = operands[0].extent.end.offset
-        right_start = operands[-1].extent.start.offset
+    def token_between(self, node, left, right, spellings=None):
+        """The punctuation token of `node` between operands `left` and
+        `right` (one of `spellings` when given), as (spelling, offset)."""
+        left_end, right_start = left.extent.end.offset, right.extent.start.offset
         for token in node.get_tokens():
             o = token.extent.start.offset
             if left_end <= o < right_start and token.kind == ci.TokenKind.PUNCTUATION \
-                    and token.spelling in ARITH_SWAP:
+                    and (spellings is None or token.spelling in spellings):
                 return token.spelling, o
         return None
+
+    def operator_token(self, node):
+        """A builtin binary operator's token."""
+        children = list(node.get_children())
+        return self.token_between(node, *children) if len(children) == 2 else None
 
     def builtin(self, node):
         return node.type.get_canonical().kind in BUILTIN
@@ -250,6 +237,7 @@ class Finder:
         k = node.kind
         parent = stack[-1] if stack else None
         before = len(self.sites)
+        found = None  # a binary operator's token
         if k in (ci.CursorKind.BINARY_OPERATOR, ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR):
             found = self.operator_token(node)
             if found:
@@ -299,7 +287,7 @@ class Finder:
         if parent is not None and parent.kind == ci.CursorKind.COMPOUND_STMT \
                 and k in (ci.CursorKind.BINARY_OPERATOR, ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR,
                           ci.CursorKind.CALL_EXPR, ci.CursorKind.UNARY_OPERATOR) \
-                and (k != ci.CursorKind.BINARY_OPERATOR or (self.operator_token(node) or ("",))[0] == "="):
+                and (k != ci.CursorKind.BINARY_OPERATOR or (found or ("",))[0] == "="):
             a, b = self.span(node)
             end = self.text.find(b";", b)
             if end >= 0 and self.text[b:end].strip() == b"":
@@ -319,7 +307,10 @@ class Finder:
         args = list(node.get_arguments())
         if name in ("operator+", "operator-", "operator*", "operator/") and len(children) >= 2:
             # an overloaded operator (Eigen's): the token between its operands
-            found = self.operator_token_between(node, children)
+            # the callee (operator+) sits between the operands
+            operands = [c for c in children if not c.spelling.startswith("operator")]
+            found = self.token_between(node, operands[0], operands[-1], ARITH_SWAP) \
+                if len(operands) >= 2 else None
             if found:
                 op, at = found
                 if op in ARITH_SWAP:
@@ -339,7 +330,7 @@ class Finder:
         elif name in INDEX_CALLS and args and all(self.integral(x) for x in args):
             for x in args:
                 self.add_index(x, stack + [node])
-        elif name in EXP_SWAP or name == "exp":
+        elif name in EXP_SWAP:
             callee = children[0] if children else None
             if callee is not None and self.source(callee).split("::")[-1] in EXP_SWAP:
                 a, b = self.span(callee)
@@ -398,7 +389,7 @@ def list_mutants(paths, compile_commands, operators, first_id):
             mutants.append({"id": next_id, "file": os.path.relpath(finder.path),
                             "operator": s.operator, "line": line, "column": column,
                             "offset": s.start, "length": s.length, "original": s.original,
-                            "replacement": s.replacement, "function": getattr(s, "function", ""),
+                            "replacement": s.replacement, "function": s.function,
                             "schema": holder})
             next_id += 1
     return mutants
