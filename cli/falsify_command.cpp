@@ -17,6 +17,7 @@
 #include "core/files.hpp"
 #include "falsify/campaign.hpp"
 #include "falsify/catalog.hpp"
+#include "falsify/mutate.hpp"
 #include "falsify/patch.hpp"
 #include "falsify/precision.hpp"
 #include "falsify/report.hpp"
@@ -68,6 +69,34 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
   a.patch_command->add_flag("--keep", a.keep,
                             "keep the patched scratch tree under /tmp for a post-mortem");
   common(a.patch_command);
+
+  a.mutate = falsify->add_subcommand(
+      "mutate",
+      "Mutation testing: mutants of kernel sources (libclang), built as schemata in a scratch "
+      "worktree of HEAD, each run against the gates; the score and every survivor");
+  a.mutate->add_option("files", a.mutate_files,
+                       "kernel sources, relative to the source tree (default: "
+                       "kernels/cpu/chunk.cpp kernels/cpu/backends.cpp core/recurrence.hpp)");
+  a.mutate
+      ->add_option("--operators", a.operators,
+                   "arith, relational, bound, index, constant, unary, delete, swap (default: all)")
+      ->delimiter(',');
+  a.mutate->add_option("--ids", a.ids, "only these mutant ids (mutants.py list)")->delimiter(',');
+  a.mutate->add_option("--max", a.max, "at most N mutants, spread evenly over the list (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a.mutate->add_option("--shard", a.shard, "run shard i of n of the mutants, e.g. 2/4")
+      ->capture_default_str();
+  a.mutate->add_option("--timeout", a.mutant_timeout_s, "seconds per mutant before it is a Timeout")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  a.mutate->add_flag("--all-gates", a.all_gates,
+                     "run every gate per mutant (default: stop at the first red one)");
+  a.mutate->add_option("--min-score", a.min_score,
+                       "exit 1 when killed / (killed + survived) is below this (0 to 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  a.mutate->add_option("--python", a.python, "the python3 with libclang's bindings")
+      ->capture_default_str();
+  common(a.mutate);
 
   a.precision_command = falsify->add_subcommand(
       "precision",
@@ -253,6 +282,55 @@ int patch(const FalsifyArguments& a, const std::string& command_line) {
   return result.killed() ? 0 : 1;
 }
 
+int mutate(const FalsifyArguments& a, const std::string& command_line) {
+  check_report_folder(a.report);
+  falsify::MutateOptions options;
+  options.files = a.mutate_files;
+  if (options.files.empty())
+    options.files = {"kernels/cpu/chunk.cpp", "kernels/cpu/backends.cpp", "core/recurrence.hpp"};
+  options.operators = a.operators;
+  options.ids = a.ids;
+  options.max = a.max;
+  std::tie(options.shard_index, options.shard_count) = parse_shard(a.shard);
+  options.fixtures_dir = fs::absolute(fixtures_folder(a.fixtures_dir));
+  options.source_dir =
+      a.source_dir.empty() ? fs::path(DELTAPROOF_SOURCE_DIR) : fs::path(a.source_dir);
+  if (!a.backends.empty()) options.backends = a.backends;
+  for (const auto& b : options.backends) kernels::find_backend(b);
+  options.gate_globs = a.gates;
+  options.timeout_s = a.mutant_timeout_s;
+  options.all_gates = a.all_gates;
+  options.build_jobs = jobs_or_cpus(a.jobs);
+  options.python = a.python;
+  options.progress = progress;
+  const falsify::MutateResult result = falsify::run_mutate(options);
+  const nlohmann::json report = falsify::mutate_report(result, options, command_line);
+  if (!a.report.empty()) {
+    write_text_atomically(a.report, report.dump(2) + "\n");
+    fmt::print("report: {}\n", a.report);
+  }
+  const nlohmann::json& summary = report["deltaproof"]["summary"];
+  std::vector<std::string> counts;
+  for (const auto& [status, n] : summary["statuses"].items())
+    if (n.is_number_integer() && n.get<int>() > 0)
+      counts.push_back(fmt::format("{} {}", n.get<int>(), status));
+  fmt::print("\n{} of {} mutants ran: {}; {} tracked files {} ({:.0f} s)\n",
+             result.mutants.size(), result.mutants_found,
+             counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")),
+             result.tracked_files, result.tree_changes.empty() ? "unchanged" : "CHANGED",
+             result.seconds);
+  if (const int code = stopped_early(result, "mutation run", "no mutant ran")) return code;
+  const double score = falsify::score_of(result.mutants).score();
+  fmt::print("mutation score {} = killed / (killed + survived), NoEffect set aside\n",
+             summary.value("score_text", "-"));
+  if (a.min_score > 0 && !(score >= a.min_score)) {
+    fmt::print("verdict FAIL: the score is below --min-score {:.1f}%\n", 100 * a.min_score);
+    return 1;
+  }
+  fmt::print("verdict {}\n", result.passed() ? "PASS" : "FAIL");
+  return result.passed() ? 0 : 1;
+}
+
 }  // namespace
 
 // `falsify precision`: prints each fault's kills over the fixtures, then what
@@ -324,6 +402,7 @@ int run_falsify_command(const FalsifyArguments& a, const std::string& command_li
   if (a.list->parsed()) return list(a);
   if (a.run->parsed()) return run(a, command_line, self_exe);
   if (a.precision_command->parsed()) return precision_campaign(a, command_line);
+  if (a.mutate->parsed()) return mutate(a, command_line);
   return patch(a, command_line);
 }
 

@@ -3,6 +3,10 @@
 //   falsify list                 the catalog: id, class, mechanism, where, what
 //   falsify run [--fault ID...] [--backend B...] [--shard i/n] [--report FILE]
 //                                a campaign (needs the falsify build)
+//   falsify mutate [FILE...] [--operators LIST] [--ids LIST] [--max N] [--shard i/n]
+//                                the gates' mutation score over kernel sources
+//                                (falsify/mutate.hpp); exit 1 also when the
+//                                score is below --min-score
 //   falsify patch FILE.patch     an ad-hoc hypothesis in a scratch worktree
 //   falsify precision --precision bf16|tf32 [--fixture F...] [--candidate C...]
 //                     [--backend cpu-chunk|cuda-chunk]
@@ -34,6 +38,14 @@ struct FalsifyArguments {
   std::vector<std::string> fixtures, candidates;
   std::string twin = "cpu-chunk";
   bool report_graded_only = false;
+  std::vector<std::string> mutate_files, operators;
+  std::vector<int> ids;
+  int max = 0;
+  double mutant_timeout_s = 120.0;
+  double min_score = 0.0;
+  bool all_gates = false;
+  std::string python = "python3";
+  CLI::App* mutate = nullptr;
   CLI::App* list = nullptr;
   CLI::App* precision_command = nullptr;
   CLI::App* run = nullptr;

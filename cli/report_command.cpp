@@ -12,6 +12,7 @@
 
 #include "cli/gate_command.hpp"
 #include "core/files.hpp"
+#include "falsify/mutate.hpp"
 #include "falsify/report.hpp"
 #include "gates/report_file.hpp"
 #include "reports/html/html_report.hpp"
@@ -108,6 +109,10 @@ constexpr int kFigureWidth = 9;
 constexpr int kWorstWidth = 24;
 
 int show(const std::string& path, bool all_gates) {
+  if (const json mutation = falsify::mutate_report_at(path); !mutation.is_null()) {
+    falsify::print_mutate_report(mutation, all_gates);
+    return 0;
+  }
   if (const json campaign = falsify::falsify_report_at(path); !campaign.is_null()) {
     falsify::print_falsify_report(campaign, all_gates);
     return 0;

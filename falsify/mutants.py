@@ -7,7 +7,7 @@ switched on at run time (kernels/mutants.hpp).
   python3 falsify/mutants.py list   FILE... --compile-commands build/compile_commands.json
                                     [--operators arith,relational,...] [--first-id N]
   python3 falsify/mutants.py schema FILE --mutants mutants.json --out FILE.schemata.cpp
-  python3 falsify/mutants.py errors --lines FILE.schemata.cpp.lines.json < compiler-output
+  python3 falsify/mutants.py errors --lines FILE.schemata.cpp.lines.json [--log FILE] < compiler-output
 
 `list` prints a JSON array, one object per mutant: id, file, operator, line,
 column (1-based, of the edit), offset and length of the edit in the file, the
@@ -27,6 +27,7 @@ Operators (the standard ones and the ones this domain needs):
   delete      an expression statement deleted: an accumulation, a store, a call
               (__syncthreads() among them)
   swap        the two indices of a 2-D access swapped: A(i, j) -> A(j, i)
+  step        (opt-in) a for loop's step deleted: ++i -> i += 0, a hang (Timeout)
 Code under a fault point (DELTAPROOF_FAULT: off in a normal build) and inside
 macros is left alone.
 """
@@ -55,6 +56,8 @@ def _find_libclang():
 _find_libclang()
 
 OPERATORS = ["arith", "relational", "bound", "index", "constant", "unary", "delete", "swap"]
+# not in the default set: every reached one hangs, so each costs a whole timeout
+OPT_IN = ["step"]
 
 ARITH_SWAP = {"+": "-", "-": "+", "*": "/", "/": "*",
               "+=": "-=", "-=": "+=", "*=": "/=", "/=": "*="}
@@ -279,7 +282,19 @@ class Finder:
                     if float(text.rstrip("fFlL")) != float(m):
                         self.add("constant", node.extent.start.offset, len(text), m + suffix,
                                  node, holder)
-        elif k == ci.CursorKind.UNARY_OPERATOR:
+        if parent is not None and parent.kind == ci.CursorKind.FOR_STMT \
+                and k in (ci.CursorKind.UNARY_OPERATOR, ci.CursorKind.COMPOUND_ASSIGNMENT_OPERATOR) \
+                and self.builtin(node):
+            # the step: the loop's ++/--/+= (a condition is no unary or compound assignment)
+            tokens = [t.spelling for t in node.get_tokens()]
+            steps = [t for t in tokens if t in ("++", "--", "+=", "-=")]
+            variable = next((c for c in node.get_children()), None)
+            if steps and variable is not None:
+                a, b = self.span(node)
+                # `i += 0`: an lvalue with a side effect, so the ternary draws no warning
+                self.add("step", a, b - a, f"{self.source(variable)} += 0", node,
+                         ("expression", node))
+        if k == ci.CursorKind.UNARY_OPERATOR:
             tokens = list(node.get_tokens())
             if tokens and tokens[0].spelling in ("-", "!") \
                     and tokens[0].extent.start.offset == node.extent.start.offset:
@@ -511,16 +526,19 @@ def main():
     sc.add_argument("--out", required=True)
     er = sub.add_parser("errors", help="the mutants a compiler's output (stdin) points into")
     er.add_argument("--lines", required=True, help="the schema's FILE.lines.json")
+    er.add_argument("--log", help="the compiler's output (default: standard input)")
     args = parser.parse_args()
     if args.command == "errors":
         mapping = json.load(open(args.lines))
-        print(json.dumps(mutants_in_errors(sys.stdin.read(), mapping["file"], mapping["lines"])))
+        log = open(args.log, errors="replace").read() if args.log else sys.stdin.read()
+        print(json.dumps(mutants_in_errors(log, mapping["file"], mapping["lines"])))
         return
     if args.command == "list":
         operators = args.operators.split(",")
-        unknown = set(operators) - set(OPERATORS)
+        unknown = set(operators) - set(OPERATORS + OPT_IN)
         if unknown:
-            raise SystemExit(f"unknown operators {sorted(unknown)}; known: {', '.join(OPERATORS)}")
+            raise SystemExit(f"unknown operators {sorted(unknown)}; known: "
+                             f"{', '.join(OPERATORS + OPT_IN)}")
         json.dump(list_mutants(args.files, args.compile_commands, operators, args.first_id),
                   sys.stdout, indent=1)
         print()

@@ -131,7 +131,8 @@ ScratchWorktree::~ScratchWorktree() {
 }
 
 Build build_deltaproof(const fs::path& source, const fs::path& build_dir,
-                       const std::vector<std::string>& defines, int jobs, double timeout_s) {
+                       const std::vector<std::string>& defines, int jobs, double timeout_s,
+                       bool keep_going) {
   std::vector<std::string> configure = {"cmake",
                                         "-S",
                                         source.string(),
@@ -146,9 +147,10 @@ Build build_deltaproof(const fs::path& source, const fs::path& build_dir,
   b.result = run_process(configure, timeout_s);
   if (b.result.exit_code != 0) return b;
   const double configured = b.result.seconds;
-  b.result = run_process({"cmake", "--build", build_dir.string(), "--target", "deltaproof", "-j",
-                          std::to_string(jobs)},
-                         timeout_s);
+  std::vector<std::string> build = {"cmake", "--build",  build_dir.string(), "--target",
+                                    "deltaproof", "-j", std::to_string(jobs)};
+  if (keep_going) build.insert(build.end(), {"--", "-k"});
+  b.result = run_process(build, timeout_s);
   b.result.seconds += configured;
   return b;
 }

@@ -32,14 +32,16 @@ std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHa
 // `defines`: "-DDELTAPROOF_SYNC_FAULT=...") and builds its deltaproof with
 // `jobs` jobs, each step stopped after `timeout_s`. The result is the failing
 // step's, else the build's, with both steps' seconds; the binary is
-// build_dir/bin/deltaproof.
+// build_dir/bin/deltaproof. keep_going: the build goes on past a failed
+// translation unit (a mutation run's schemata: every refused mutant in one round).
 struct Build {
   ProcessResult result;
   std::filesystem::path binary;
   bool ok() const { return result.exit_code == 0 && !result.timed_out; }
 };
 Build build_deltaproof(const std::filesystem::path& source, const std::filesystem::path& build_dir,
-                       const std::vector<std::string>& defines, int jobs, double timeout_s);
+                       const std::vector<std::string>& defines, int jobs, double timeout_s,
+                       bool keep_going = false);
 
 // A fresh folder /tmp/<prefix>-XXXXXX, removed with everything in it when
 // this object goes.

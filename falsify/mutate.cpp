@@ -1,0 +1,760 @@
+// falsify/mutate.cpp — see mutate.hpp.
+#include "falsify/mutate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/names.hpp"
+#include "core/process.hpp"
+#include "core/sha256.hpp"
+#include "falsify/report.hpp"
+#include "falsify/tree.hpp"
+#include "gates/report.hpp"
+#include "gates/report_file.hpp"
+
+namespace deltaproof::falsify {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::pair<MutantStatus, std::string_view> kMutantStatusNames[] = {
+    {MutantStatus::killed, "Killed"},
+    {MutantStatus::survived, "Survived"},
+    {MutantStatus::no_effect, "NoEffect"},
+    {MutantStatus::no_coverage, "NoCoverage"},
+    {MutantStatus::timeout, "Timeout"},
+    {MutantStatus::runtime_error, "RuntimeError"},
+    {MutantStatus::compile_error, "CompileError"},
+    {MutantStatus::ignored, "Ignored"}};
+
+constexpr int kMaxBuildRounds = 8;
+
+json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+std::string score_text(double score) {
+  return std::isnan(score) ? std::string("-") : fmt::format("{:.1f}%", 100.0 * score);
+}
+
+}  // namespace
+
+std::string_view mutant_status_name(MutantStatus status) {
+  return name_of(kMutantStatusNames, status);
+}
+MutantStatus parse_mutant_status(std::string_view name) {
+  return value_of(kMutantStatusNames, name, "mutant status");
+}
+std::string_view stryker_mutant_status(MutantStatus status) {
+  return status == MutantStatus::no_effect ? "Ignored" : mutant_status_name(status);
+}
+
+std::vector<Mutant> parse_mutants(const json& list, const std::string& what) {
+  if (!list.is_array()) throw InputError(what + ": expected a JSON array of mutants");
+  std::vector<Mutant> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& m = list[i];
+    try {
+      Mutant x;
+      x.id = m.at("id").get<int>();
+      x.file = m.at("file").get<std::string>();
+      x.op = m.at("operator").get<std::string>();
+      x.original = m.at("original").get<std::string>();
+      x.replacement = m.at("replacement").get<std::string>();
+      x.function = m.value("function", "");
+      x.line = m.at("line").get<int>();
+      x.column = m.at("column").get<int>();
+      x.offset = m.at("offset").get<long>();
+      x.length = m.at("length").get<long>();
+      x.held = !m.at("schema").is_null();
+      out.push_back(std::move(x));
+    } catch (const json::exception& e) {
+      throw InputError(fmt::format("{}: mutant {} is malformed: {}", what, i, e.what()));
+    }
+  }
+  return out;
+}
+
+MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
+                           const std::map<std::string, std::string>& baseline_digests) {
+  MutantOutcome o;
+  o.mutant = mutant;
+  o.seconds = run.seconds;
+  if (run.timed_out) {
+    o.status = MutantStatus::timeout;
+    o.reason = fmt::format("the gates passed the {:.0f} s limit and were stopped (--timeout)",
+                           run.timeout_s);
+    return o;
+  }
+  const bool exited = run.signal == 0 && (run.exit_code == 0 || run.exit_code == 1);
+  if (!exited || !run.report) {
+    o.status = MutantStatus::runtime_error;
+    o.reason = fmt::format(
+        "the gate run {} and left {}: {}",
+        run.signal ? fmt::format("died of signal {}", run.signal)
+                   : fmt::format("exited {}", run.exit_code),
+        run.report ? "a report" : (run.report_problem.empty() ? "no report" : run.report_problem),
+        run.tail);
+    return o;
+  }
+  const std::vector<GateOutcome> gates = gate_outcomes(*run.report);
+  o.gates_run = static_cast<int>(gates.size());
+  for (const auto& g : gates) {
+    if (!g.red) continue;
+    o.killed_by.push_back(g.name);
+    if (o.killer_gate.empty()) {
+      o.killer_gate = g.name;
+      o.killer_term = g.worst_term;
+      o.margin = g.bar > 0 ? g.error / g.bar : std::numeric_limits<double>::infinity();
+    }
+  }
+  if (!o.killed_by.empty()) {
+    o.status = MutantStatus::killed;
+    o.reason = fmt::format("{} red of {} run; first {} on {} (error {} / bar)", o.killed_by.size(),
+                           gates.size(), o.killer_gate, o.killer_term,
+                           gates::figure_text(o.margin));
+    return o;
+  }
+  if (run.exit_code != 0) {
+    o.status = MutantStatus::runtime_error;
+    o.reason = fmt::format("the gate run exited {} with no red gate: {}", run.exit_code, run.tail);
+    return o;
+  }
+  int compared = 0;
+  for (const auto& g : run.report->at("gates")) {
+    const std::string name = g.value("name", "");
+    const auto it = baseline_digests.find(name);
+    if (it == baseline_digests.end() || it->second.empty()) continue;
+    ++compared;
+    if (g.value("outputs_sha256", "") != it->second) o.changed_outputs.push_back(name);
+  }
+  if (o.changed_outputs.empty()) {
+    o.status = MutantStatus::no_effect;
+    o.reason = fmt::format(
+        "every gate green ({} ran) and the outputs of all {} oracle gates bitwise the "
+        "baseline's: a likely equivalent mutant",
+        gates.size(), compared);
+  } else {
+    o.status = MutantStatus::survived;
+    o.reason = fmt::format("every gate green ({} ran), yet the outputs of {} of {} oracle gates "
+                           "differ from the baseline's, first {}",
+                           gates.size(), o.changed_outputs.size(), compared,
+                           o.changed_outputs.front());
+  }
+  return o;
+}
+
+std::vector<Mutant> choose_mutants(const std::vector<Mutant>& all, const std::vector<int>& ids,
+                                   int shard_index, int shard_count, int max) {
+  std::vector<Mutant> chosen;
+  for (int id : ids)
+    if (std::none_of(all.begin(), all.end(), [&](const Mutant& m) { return m.id == id; }))
+      throw InputError(fmt::format("--ids: no mutant {} (the files hold mutants 1 to {})", id,
+                                   all.empty() ? 0 : all.back().id));
+  for (const auto& m : all)
+    if (ids.empty() || std::find(ids.begin(), ids.end(), m.id) != ids.end()) chosen.push_back(m);
+  std::vector<Mutant> shard;
+  for (std::size_t i = 0; i < chosen.size(); ++i)
+    if (static_cast<int>(i % shard_count) == shard_index - 1) shard.push_back(chosen[i]);
+  if (max <= 0 || static_cast<std::size_t>(max) >= shard.size()) return shard;
+  std::vector<Mutant> spread;
+  for (int j = 0; j < max; ++j) spread.push_back(shard[j * shard.size() / max]);
+  return spread;
+}
+
+double Score::score() const {
+  return killed + survived == 0 ? std::nan("")
+                                : static_cast<double>(killed) / static_cast<double>(killed + survived);
+}
+
+json Score::to_json() const {
+  return {{"Killed", killed},
+          {"Survived", survived},
+          {"NoEffect", no_effect},
+          {"NoCoverage", no_coverage},
+          {"Timeout", timeout},
+          {"RuntimeError", runtime_error},
+          {"CompileError", compile_error},
+          {"Ignored", ignored},
+          {"score", number(score())},
+          {"score_text", score_text(score())}};
+}
+
+Score score_of(const std::vector<MutantOutcome>& outcomes) {
+  Score s;
+  for (const auto& o : outcomes) switch (o.status) {
+      case MutantStatus::killed: ++s.killed; break;
+      case MutantStatus::survived: ++s.survived; break;
+      case MutantStatus::no_effect: ++s.no_effect; break;
+      case MutantStatus::no_coverage: ++s.no_coverage; break;
+      case MutantStatus::timeout: ++s.timeout; break;
+      case MutantStatus::runtime_error: ++s.runtime_error; break;
+      case MutantStatus::compile_error: ++s.compile_error; break;
+      case MutantStatus::ignored: ++s.ignored; break;
+    }
+  return s;
+}
+
+bool MutateResult::passed() const {
+  return baseline_ok && !interrupted && tree_changes.empty();
+}
+
+namespace {
+
+// One mutation run's scratch worktree, its build and its children.
+class Mutator {
+ public:
+  Mutator(const MutateOptions& options, MutateResult& result)
+      : o_(options), r_(result), worktree_(result.source_top) {
+    r_.head = worktree_.head();
+  }
+
+  void run() {
+    configure();
+    const std::vector<Mutant> chosen = list();
+    if (chosen.empty()) return;
+    build(chosen);
+    if (binary_.empty()) return;
+    baseline();
+    if (!r_.baseline_ok) return;
+    run_mutants();
+  }
+
+ private:
+  const MutateOptions& o_;
+  MutateResult& r_;
+  ScratchWorktree worktree_;
+  std::map<int, json> raw_;  // id -> mutants.py's object
+  std::vector<Mutant> in_build_;
+  std::string binary_;
+  std::set<int> reached_;
+  std::map<std::string, std::string> digests_;
+
+  fs::path tree() const { return worktree_.tree(); }
+  fs::path scratch() const { return worktree_.scratch(); }
+  fs::path build_dir() const { return scratch() / "build"; }
+  // the finder of the deltaproof that runs (its source tree's), so that it and
+  // the switch it writes for agree whatever HEAD holds
+  fs::path script() const { return r_.source_top / "falsify" / "mutants.py"; }
+  std::vector<std::string> defines() const {
+    const bool cuda = std::any_of(o_.backends.begin(), o_.backends.end(),
+                                  [](const std::string& b) { return b.rfind("cuda", 0) == 0; });
+    return {cuda ? "-DDELTAPROOF_CUDA=ON" : "-DDELTAPROOF_CUDA=OFF"};
+  }
+
+  void configure() {
+    std::vector<std::string> argv = {"cmake",
+                                     "-S",
+                                     tree().string(),
+                                     "-B",
+                                     build_dir().string(),
+                                     "-DCMAKE_BUILD_TYPE=Release",
+                                     "-DDELTAPROOF_TESTS=OFF",
+                                     "-DDELTAPROOF_BENCH=OFF"};
+    for (const auto& d : defines()) argv.push_back(d);
+    o_.progress(fmt::format("worktree of {} in {}; configuring", r_.head.substr(0, 12),
+                            tree().string()));
+    const ProcessResult c = run_process(argv, o_.build_timeout_s);
+    if (c.exit_code != 0)
+      throw InputError(fmt::format("cmake cannot configure the worktree: {}", c.tail(6)));
+  }
+
+  std::vector<Mutant> list() {
+    std::vector<std::string> argv = {o_.python, script().string(), "list"};
+    argv.insert(argv.end(), o_.files.begin(), o_.files.end());
+    argv.push_back("--compile-commands");
+    argv.push_back((build_dir() / "compile_commands.json").string());
+    if (!o_.operators.empty()) {
+      argv.push_back("--operators");
+      argv.push_back(fmt::format("{}", fmt::join(o_.operators, ",")));
+    }
+    const ProcessResult listed =
+        run_process(argv, o_.build_timeout_s, tree(), Interrupts::honoured, Capture::stdout_only);
+    if (listed.exit_code != 0) {
+      const ProcessResult again = run_process(argv, o_.build_timeout_s, tree());
+      throw InputError(
+          fmt::format("falsify/mutants.py list failed (exit {}): {}", again.exit_code,
+                      again.tail(6)));
+    }
+    json list;
+    try {
+      list = json::parse(listed.log);
+    } catch (const json::parse_error& e) {
+      throw InputError(fmt::format("falsify/mutants.py list printed no JSON: {}", e.what()));
+    }
+    for (const auto& m : list) raw_[m.value("id", 0)] = m;
+    const std::vector<Mutant> all = parse_mutants(list, "falsify/mutants.py list");
+    r_.mutants_found = static_cast<int>(all.size());
+    for (const auto& file : o_.files) r_.sources[file] = read_text(tree() / file);
+    const std::vector<Mutant> chosen =
+        choose_mutants(all, o_.ids, o_.shard_index, o_.shard_count, o_.max);
+    o_.progress(fmt::format("{} mutants in {}; {} chosen", all.size(), fmt::join(o_.files, ", "),
+                            chosen.size()));
+    for (const auto& m : chosen) {
+      if (m.held) {
+        in_build_.push_back(m);
+      } else {
+        add(m, MutantStatus::ignored, "the schemata cannot hold it (mutants.py: schema null)");
+      }
+    }
+    return chosen;
+  }
+
+  void add(const Mutant& m, MutantStatus status, std::string reason) {
+    MutantOutcome out;
+    out.mutant = m;
+    out.status = status;
+    out.reason = std::move(reason);
+    r_.mutants.push_back(std::move(out));
+  }
+
+  // Writes every file with the mutants of in_build_ compiled in; returns each
+  // file's lines map (FILE.lines.json).
+  std::vector<fs::path> write_schemata(int round) {
+    const fs::path list = scratch() / fmt::format("mutants-{}.json", round);
+    json chosen = json::array();
+    for (const auto& m : in_build_) chosen.push_back(raw_.at(m.id));
+    write_text_atomically(list, chosen.dump() + "\n");
+    std::vector<fs::path> maps;
+    std::set<int> held;
+    for (std::size_t i = 0; i < o_.files.size(); ++i) {
+      const std::string& file = o_.files[i];
+      write_text_atomically(tree() / file, r_.sources.at(file));  // the original, again
+      const fs::path out = scratch() / fmt::format("schemata-{}-{}", round, i) /
+                           fs::path(file).filename();
+      fs::create_directories(out.parent_path());
+      const ProcessResult s = run_process({o_.python, script().string(), "schema", file,
+                                           "--mutants", list.string(), "--out", out.string()},
+                                          o_.build_timeout_s, tree());
+      if (s.exit_code != 0)
+        throw InputError(fmt::format("falsify/mutants.py schema {} failed: {}", file, s.tail(6)));
+      fs::copy_file(out, tree() / file, fs::copy_options::overwrite_existing);
+      maps.push_back(out.string() + ".lines.json");
+      const json lines = json::parse(read_text(maps.back()));
+      for (int id : lines.value("held", std::vector<int>{})) held.insert(id);
+    }
+    // a mutant whose holder overlaps another's without nesting is not in the schemata
+    std::vector<Mutant> kept;
+    for (const auto& m : in_build_) {
+      if (held.count(m.id))
+        kept.push_back(m);
+      else
+        add(m, MutantStatus::ignored, "the schemata cannot hold it (its holder overlaps another)");
+    }
+    in_build_ = kept;
+    return maps;
+  }
+
+  void build(const std::vector<Mutant>& chosen) {
+    (void)chosen;
+    for (int round = 1; round <= kMaxBuildRounds; ++round) {
+      r_.build_rounds = round;
+      const std::vector<fs::path> maps = write_schemata(round);
+      o_.progress(fmt::format("build round {}: {} mutants compiled in", round, in_build_.size()));
+      const Build b = build_deltaproof(tree(), build_dir(), defines(), o_.build_jobs,
+                                       o_.build_timeout_s, /*keep_going=*/true);
+      r_.build_seconds += b.result.seconds;
+      if (b.ok()) {
+        binary_ = b.binary.string();
+        o_.progress(fmt::format("  built in {:.0f} s", b.result.seconds));
+        return;
+      }
+      if (b.result.timed_out)
+        throw InputError(fmt::format("the schemata build passed {:.0f} s (round {})",
+                                     o_.build_timeout_s, round));
+      const fs::path log = scratch() / fmt::format("build-{}.log", round);
+      write_text_atomically(log, b.result.log);
+      std::set<int> refused;
+      for (const auto& map : maps) {
+        const ProcessResult e =
+            run_process({o_.python, script().string(), "errors", "--lines", map.string(), "--log",
+                         log.string()},
+                        120, tree(), Interrupts::honoured, Capture::stdout_only);
+        if (e.exit_code != 0) continue;
+        for (int id : json::parse(e.log).get<std::vector<int>>()) refused.insert(id);
+      }
+      if (refused.empty())
+        throw InputError(fmt::format(
+            "the schemata build failed outside every mutant (round {}): {}", round,
+            b.result.tail(12)));
+      std::vector<Mutant> kept;
+      for (const auto& m : in_build_) {
+        if (!refused.count(m.id)) {
+          kept.push_back(m);
+          continue;
+        }
+        add(m, MutantStatus::compile_error,
+            fmt::format("the compiler refused it (schemata build round {})", round));
+      }
+      o_.progress(fmt::format("  {} mutants refused by the compiler ({:.0f} s)", refused.size(),
+                              b.result.seconds));
+      in_build_ = kept;
+    }
+    throw InputError(
+        fmt::format("the schemata still do not build after {} rounds", kMaxBuildRounds));
+  }
+
+  void baseline() {
+    std::vector<std::string> names;
+    for (const auto& backend : o_.backends)
+      for (const auto& g : campaign_gates(o_.fixtures_dir, backend, o_.gate_globs))
+        names.push_back(g.name);
+    const fs::path report = scratch() / "baseline.json", coverage = scratch() / "coverage.json";
+    std::vector<std::string> argv = {binary_,
+                                     "gate",
+                                     "run",
+                                     "--fixtures",
+                                     o_.fixtures_dir.string(),
+                                     "--report",
+                                     report.string(),
+                                     "--mutant-coverage",
+                                     coverage.string()};
+    argv.insert(argv.end(), names.begin(), names.end());
+    o_.progress(fmt::format("baseline: {} gates of {}, no mutant on", names.size(),
+                            fmt::join(o_.backends, ", ")));
+    const ProcessResult b = run_process(argv, o_.build_timeout_s);
+    r_.baseline_seconds = b.seconds;
+    BaselineOutcome outcome;
+    outcome.backend = fmt::format("{}", fmt::join(o_.backends, "+"));
+    outcome.gates = static_cast<int>(names.size());
+    if (b.timed_out || b.exit_code != 0 || !fs::exists(report)) {
+      outcome.problems.push_back(
+          fmt::format("the baseline gate run {}: {}",
+                      b.timed_out ? "timed out" : fmt::format("exited {}", b.exit_code),
+                      b.tail(8)));
+    } else {
+      const json parsed = json::parse(read_text(report));
+      std::vector<std::pair<double, std::string>> order;
+      for (const auto& g : parsed.at("gates")) {
+        const std::string name = g.value("name", "");
+        order.emplace_back(g.value("seconds", 0.0), name);
+        digests_[name] = g.value("outputs_sha256", "");
+        const bool green = g.value("verdict", "") != "fail";
+        outcome.clean_green += green;
+        if (!green) outcome.problems.push_back(fmt::format("clean: {} is red", name));
+      }
+      // cheapest first: a killed mutant stops at its first red gate
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [seconds, name] : order) r_.gates.push_back(name);
+      for (int id : json::parse(read_text(coverage)).get<std::vector<int>>()) reached_.insert(id);
+    }
+    for (const auto& m : in_build_) r_.points_reached += reached_.count(m.id) > 0;
+    r_.baseline_ok = outcome.ok();
+    r_.baselines.push_back(outcome);
+    o_.progress(fmt::format("  {} in {:.0f} s; {} of {} mutant points reached",
+                            outcome.ok() ? "green" : "FAILED", b.seconds, r_.points_reached,
+                            in_build_.size()));
+    for (std::size_t i = 0; i < outcome.problems.size() && i < 5; ++i)
+      o_.progress("    " + outcome.problems[i]);
+  }
+
+  void run_mutants() {
+    std::size_t done = 0;
+    for (const auto& m : in_build_) {
+      throw_if_interrupted();
+      ++done;
+      if (!reached_.count(m.id)) {
+        add(m, MutantStatus::no_coverage, "no gate reaches it (the baseline's coverage)");
+      } else {
+        r_.mutants.push_back(judge_mutant(m, run_child(m), digests_));
+      }
+      const MutantOutcome& out = r_.mutants.back();
+      o_.progress(fmt::format("[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", done, in_build_.size(),
+                              m.id, m.file, m.line, m.op, mutant_status_name(out.status),
+                              out.status == MutantStatus::killed
+                                  ? fmt::format("{} {} ({:.1f} s)", out.killer_gate,
+                                                out.killer_term, out.seconds)
+                                  : fmt::format("{} ({:.1f} s)", out.reason, out.seconds)));
+    }
+  }
+
+  MutantRun run_child(const Mutant& m) {
+    const fs::path report = scratch() / fmt::format("m{}.json", m.id);
+    std::vector<std::string> argv = {binary_,   "gate",
+                                     "run",     "--fixtures",
+                                     o_.fixtures_dir.string(),
+                                     "--report", report.string(),
+                                     "--mutant", std::to_string(m.id)};
+    if (!o_.all_gates) argv.push_back("--first-red");
+    argv.insert(argv.end(), r_.gates.begin(), r_.gates.end());
+    const ProcessResult p = run_process(argv, o_.timeout_s);
+    MutantRun run;
+    run.exit_code = p.exit_code;
+    run.signal = p.signal;
+    run.timed_out = p.timed_out;
+    run.seconds = p.seconds;
+    run.timeout_s = o_.timeout_s;
+    run.tail = p.tail(4);
+    std::error_code missing;
+    if (!p.timed_out && fs::exists(report, missing)) {
+      const std::string problem = [&] {
+        try {
+          gates::read_report_file(report);  // validated as `report show` reads it
+          return std::string();
+        } catch (const InputError& e) {
+          return std::string(e.what());
+        }
+      }();
+      if (problem.empty())
+        run.report = json::parse(read_text(report));
+      else
+        run.report_problem = "an unreadable report (" + problem + ")";
+      fs::remove(report, missing);
+    }
+    return run;
+  }
+};
+
+}  // namespace
+
+MutateResult run_mutate(const MutateOptions& options) {
+  MutateResult result;
+  result.source_top = source_top(options.source_dir);
+  if (!fs::exists(result.source_top / ".git"))
+    throw InputError(fmt::format(
+        "falsify mutate needs a git checkout (it mutates a scratch worktree of HEAD); {} is none",
+        result.source_top.string()));
+  for (const auto& file : options.files)
+    if (!fs::is_regular_file(result.source_top / file))
+      throw InputError(fmt::format("falsify mutate: {} is not a file under {}", file,
+                                   result.source_top.string()));
+  if (options.files.empty()) throw InputError("falsify mutate: no file to mutate");
+  run_tree_checked(result, [&] {
+    Mutator mutator(options, result);
+    mutator.run();
+  });
+  return result;
+}
+
+// ---- the report -------------------------------------------------------------
+
+namespace {
+
+// The line and column (1-based) just past `length` bytes from `offset`.
+std::pair<int, int> end_of(const std::string& source, long offset, long length) {
+  int line = 1, column = 1;
+  const long end = std::min<long>(offset + length, static_cast<long>(source.size()));
+  for (long i = 0; i < end; ++i) {
+    if (source[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(source[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+json score_table(const std::map<std::string, std::vector<MutantOutcome>>& groups) {
+  json out = json::object();
+  for (const auto& [key, outcomes] : groups) out[key] = score_of(outcomes).to_json();
+  return out;
+}
+
+}  // namespace
+
+json mutate_report(const MutateResult& result, const MutateOptions& options,
+                   const std::string& command) {
+  json header = gates::make_report({}, command);
+  header.erase("gates");
+  header.erase("summary");
+  header.erase("verdict");
+  header["schema"] = kMutateReportFormat;
+  header["mutated_commit"] = result.head;
+  header["mutated_files"] = options.files;
+  header["operators"] = options.operators;
+  header["backends"] = options.backends;
+  header["gate_globs"] = options.gate_globs;
+  header["shard"] = fmt::format("{}/{}", options.shard_index, options.shard_count);
+  header["max"] = options.max;
+  header["ids"] = options.ids;
+  header["timeout_s"] = options.timeout_s;
+  header["first_red"] = !options.all_gates;
+  header["build"] = {
+      {"rounds", result.build_rounds}, {"seconds", result.build_seconds}, {"jobs", options.build_jobs}};
+  const BaselineOutcome* b = result.baselines.empty() ? nullptr : &result.baselines.front();
+  header["baseline"] = {{"ok", result.baseline_ok},
+                        {"gates", b ? b->gates : 0},
+                        {"clean_green", b ? b->clean_green : 0},
+                        {"seconds", result.baseline_seconds},
+                        {"points_reached", result.points_reached},
+                        {"problems", b ? b->problems : std::vector<std::string>{}},
+                        {"gate_order", result.gates}};
+  header["tree"] = {{"top", result.source_top.string()},
+                    {"tracked_files", result.tracked_files},
+                    {"unchanged", result.tree_changes.empty()},
+                    {"changes", result.tree_changes}};
+  std::map<std::string, std::vector<MutantOutcome>> by_file, by_operator;
+  for (const auto& o : result.mutants) {
+    by_file[o.mutant.file].push_back(o);
+    by_operator[o.mutant.op].push_back(o);
+  }
+  const Score all = score_of(result.mutants);
+  header["summary"] = {{"mutants_found", result.mutants_found},
+                       {"mutants", result.mutants.size()},
+                       {"statuses", all.to_json()},
+                       {"score", number(all.score())},
+                       {"score_text", score_text(all.score())},
+                       {"score_by_file", score_table(by_file)},
+                       {"score_by_operator", score_table(by_operator)},
+                       {"interrupted", result.interrupted},
+                       {"seconds", result.seconds}};
+  header["verdict"] = result.passed() ? "pass" : "fail";
+
+  json files = json::object();
+  for (const auto& [file, source] : result.sources)
+    files[file] = {{"language", fs::path(file).extension() == ".cu" ? "cuda" : "cpp"},
+                   {"source", source},
+                   {"sourceSha256", sha256_hex(std::as_bytes(std::span(source)))},
+                   {"mutants", json::array()}};
+  std::vector<MutantOutcome> ordered = result.mutants;
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.mutant.id < b.mutant.id; });
+  for (const auto& o : ordered) {
+    const Mutant& m = o.mutant;
+    if (!files.contains(m.file)) continue;
+    const auto [end_line, end_column] =
+        end_of(result.sources.at(m.file), m.offset, m.length);
+    files[m.file]["mutants"].push_back(
+        {{"id", std::to_string(m.id)},
+         {"mutatorName", m.op},
+         {"replacement", m.replacement},
+         {"description", fmt::format("{} -> {} in {}", m.original, m.replacement, m.function)},
+         {"location",
+          {{"start", {{"line", m.line}, {"column", m.column}}},
+           {"end", {{"line", end_line}, {"column", end_column}}}}},
+         {"status", stryker_mutant_status(o.status)},
+         {"statusReason", o.reason},
+         {"killedBy", o.killed_by},
+         {"deltaproofStatus", mutant_status_name(o.status)},
+         {"original", m.original},
+         {"function", m.function},
+         {"offset", m.offset},
+         {"length", m.length},
+         {"gate", o.killer_gate},
+         {"term", o.killer_term},
+         {"margin", number(o.margin)},
+         {"gatesRun", o.gates_run},
+         {"changedOutputs", o.changed_outputs},
+         {"seconds", o.seconds}});
+  }
+  return {{"schemaVersion", "2"},
+          {"thresholds", {{"high", 95}, {"low", 80}}},
+          {"projectRoot", result.source_top.string()},
+          {"framework", {{"name", "deltaproof"}, {"version", gates::kToolVersion}}},
+          {"files", files},
+          {"deltaproof", header}};
+}
+
+bool is_mutate_report(const json& report) {
+  return report.is_object() && report.contains("schemaVersion") && report.contains("deltaproof") &&
+         report["deltaproof"].value("schema", "") == kMutateReportFormat;
+}
+
+json mutate_report_at(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  try {
+    json report = json::parse(in);
+    return is_mutate_report(report) ? report : json(nullptr);
+  } catch (const json::parse_error&) {
+    return nullptr;
+  }
+}
+
+namespace {
+
+// The lines `m` touches in `source`, before and after the edit.
+std::pair<std::vector<std::string>, std::vector<std::string>> diff_lines(const std::string& source,
+                                                                         const json& m) {
+  const long offset = m.value("offset", 0L), length = m.value("length", 0L);
+  if (offset < 0 || offset + length > static_cast<long>(source.size())) return {};
+  const std::size_t first = source.rfind('\n', offset == 0 ? 0 : offset - 1);
+  const std::size_t begin =
+      offset == 0 || first == std::string::npos ? 0 : first + 1;
+  std::size_t end = source.find('\n', offset + length);
+  if (end == std::string::npos) end = source.size();
+  const std::string before = source.substr(begin, end - begin);
+  const std::string after = source.substr(begin, offset - begin) +
+                            m.value("replacement", "") +
+                            source.substr(offset + length, end - offset - length);
+  auto split = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  return {split(before), split(after)};
+}
+
+void print_score_table(const char* what, const json& table) {
+  fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", what, "Killed",
+             "Surv.", "NoEff.", "NoCov.", "Timeout", "RunErr", "CompErr", "score");
+  for (const auto& [key, s] : table.items())
+    fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", key,
+               s.value("Killed", 0), s.value("Survived", 0), s.value("NoEffect", 0),
+               s.value("NoCoverage", 0), s.value("Timeout", 0), s.value("RuntimeError", 0),
+               s.value("CompileError", 0), s.value("score_text", "-"));
+}
+
+}  // namespace
+
+void print_mutate_report(const json& report, bool all_mutants) {
+  const json& d = report["deltaproof"];
+  fmt::print("report   mutation run ({}; Stryker schemaVersion {})\n", d.value("schema", "?"),
+             report.value("schemaVersion", "?"));
+  fmt::print("tool     {}\ncommit   {} (mutated: {})\ndevice   {}\ncreated  {}\ncommand  {}\n",
+             d.value("tool", "?"), d.value("git_commit", "?"), d.value("mutated_commit", "?"),
+             d.value("device", "?"), d.value("created", "?"), d.value("command", "?"));
+  const json& build = d["build"];
+  const json& base = d["baseline"];
+  fmt::print("files    {}   shard {}   backends {}\n",
+             fmt::join(d.value("mutated_files", std::vector<std::string>{}), ", "),
+             d.value("shard", "?"),
+             fmt::join(d.value("backends", std::vector<std::string>{}), ", "));
+  fmt::print("build    {} rounds, {:.0f} s\n", build.value("rounds", 0),
+             build.value("seconds", 0.0));
+  fmt::print("baseline {} gates, {} green, {:.0f} s, {} mutant points reached  {}\n",
+             base.value("gates", 0), base.value("clean_green", 0), base.value("seconds", 0.0),
+             base.value("points_reached", 0), base.value("ok", false) ? "ok" : "FAILED");
+  fmt::print("tree     {} tracked files {}\n\n", d["tree"].value("tracked_files", 0),
+             d["tree"].value("unchanged", false) ? "unchanged (hashed before and after)"
+                                                 : "CHANGED");
+  const json& summary = d["summary"];
+  print_score_table("file", summary["score_by_file"]);
+  fmt::print("\n");
+  print_score_table("operator", summary["score_by_operator"]);
+  fmt::print("\n");
+  print_score_table("all", json{{"all", summary["statuses"]}});
+
+  int shown = 0;
+  for (const auto& [file, f] : report["files"].items()) {
+    const std::string source = f.value("source", "");
+    for (const auto& m : f.value("mutants", json::array())) {
+      const std::string status = m.value("deltaproofStatus", m.value("status", ""));
+      if (!all_mutants && status != "Survived") continue;
+      ++shown;
+      fmt::print("\n{} m{} {}:{}:{} {} in {}\n    {}\n", status, m.value("id", ""), file,
+                 m["location"]["start"].value("line", 0),
+                 m["location"]["start"].value("column", 0), m.value("mutatorName", ""),
+                 m.value("function", ""), m.value("statusReason", ""));
+      const auto [before, after] = diff_lines(source, m);
+      for (const auto& line : before) fmt::print("  - {}\n", line);
+      for (const auto& line : after) fmt::print("  + {}\n", line);
+    }
+  }
+  fmt::print("\n{} mutants{} shown; score {} = killed / (killed + survived), NoEffect set aside; "
+             "verdict {}\n",
+             shown, all_mutants ? "" : " (the survivors; --all-gates lists every mutant)",
+             summary.value("score_text", "-"), d.value("verdict", "?"));
+}
+
+}  // namespace deltaproof::falsify
