@@ -96,6 +96,12 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
       ->check(CLI::Range(0.0, 1.0));
   a.mutate->add_option("--python", a.python, "the python3 with libclang's bindings")
       ->capture_default_str();
+  a.mutate->add_option("--parallel", a.parallel, "mutants run at once (cores shared among them)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  a.mutate->add_option("--mutants", a.mutants_list,
+                       "mutants.py's list made beforehand (a machine without libclang)")
+      ->check(CLI::ExistingFile);
   common(a.mutate);
 
   a.precision_command = falsify->add_subcommand(
@@ -302,6 +308,8 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
   options.all_gates = a.all_gates;
   options.build_jobs = jobs_or_cpus(a.jobs);
   options.python = a.python;
+  options.parallel = a.parallel;
+  options.mutants_list = a.mutants_list;
   options.progress = progress;
   const falsify::MutateResult result = falsify::run_mutate(options);
   const nlohmann::json report = falsify::mutate_report(result, options, command_line);

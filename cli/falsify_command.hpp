@@ -45,6 +45,8 @@ struct FalsifyArguments {
   double min_score = 0.0;
   bool all_gates = false;
   std::string python = "python3";
+  int parallel = 1;
+  std::string mutants_list;
   CLI::App* mutate = nullptr;
   CLI::App* list = nullptr;
   CLI::App* precision_command = nullptr;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -13,9 +14,12 @@
 
 namespace deltaproof {
 
-// 0 means "all hardware threads".
+// 0 means "all hardware threads", or DELTAPROOF_THREADS where it is set (a
+// mutation run's children share the machine: falsify mutate --parallel).
 inline int resolve_threads(int requested) {
   if (requested > 0) return requested;
+  if (const char* env = std::getenv("DELTAPROOF_THREADS"); env && std::atoi(env) > 0)
+    return std::atoi(env);
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 

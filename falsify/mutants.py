@@ -36,14 +36,28 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 
 import glob
 
-import clang.cindex as ci
+try:  # `schema` and `errors` need no parser: a machine without libclang runs them
+    import clang.cindex as ci
+except ImportError:
+    ci = None
+
+
+_libclang_found = False
 
 
 def _find_libclang():
     """The bindings look for libclang.so; Debian installs it versioned."""
+    global _libclang_found
+    if _libclang_found:
+        return
+    _libclang_found = True
+    if ci is None:
+        raise SystemExit("libclang's Python bindings are missing: install python3-clang "
+                         "(scripts/setup.sh does)")
     try:
         ci.Index.create()
     except ci.LibclangError:
@@ -51,9 +65,6 @@ def _find_libclang():
         if not found:
             raise SystemExit("libclang not found: install libclang1-14 (scripts/setup.sh does)")
         ci.Config.set_library_file(found[-1])
-
-
-_find_libclang()
 
 OPERATORS = ["arith", "relational", "bound", "index", "constant", "unary", "delete", "swap"]
 # not in the default set: every reached one hangs, so each costs a whole timeout
@@ -65,16 +76,29 @@ RELATIONAL_SWAP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=":
 INDEX_CALLS = {"row", "col", "middleRows", "middleCols", "segment", "head", "tail",
                "topRows", "bottomRows", "leftCols", "rightCols", "block", "coeff", "coeffRef"}
 EXP_SWAP = {"exp": "exp2", "exp2": "exp", "expf": "exp2f", "exp2f": "expf"}
-BUILTIN = {ci.TypeKind.BOOL, ci.TypeKind.INT, ci.TypeKind.UINT, ci.TypeKind.LONG,
-           ci.TypeKind.ULONG, ci.TypeKind.LONGLONG, ci.TypeKind.ULONGLONG, ci.TypeKind.SHORT,
-           ci.TypeKind.USHORT, ci.TypeKind.CHAR_S, ci.TypeKind.UCHAR, ci.TypeKind.FLOAT,
-           ci.TypeKind.DOUBLE, ci.TypeKind.LONGDOUBLE}
-INTEGRAL = BUILTIN - {ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.LONGDOUBLE,
-                      ci.TypeKind.BOOL}
+BUILTIN = set() if ci is None else {
+    ci.TypeKind.BOOL, ci.TypeKind.INT, ci.TypeKind.UINT, ci.TypeKind.LONG, ci.TypeKind.ULONG,
+    ci.TypeKind.LONGLONG, ci.TypeKind.ULONGLONG, ci.TypeKind.SHORT, ci.TypeKind.USHORT,
+    ci.TypeKind.CHAR_S, ci.TypeKind.UCHAR, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE,
+    ci.TypeKind.LONGDOUBLE}
+INTEGRAL = set() if ci is None else BUILTIN - {
+    ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.LONGDOUBLE, ci.TypeKind.BOOL}
+
+
+def _cuda_shim():
+    """A folder holding the headers clang 14's CUDA wrapper includes and CUDA 12
+    removed (texture fetches: no kernel here uses them), empty."""
+    folder = os.path.join(tempfile.gettempdir(), "deltaproof-cuda-shim")
+    os.makedirs(folder, exist_ok=True)
+    for name in ("texture_fetch_functions.h", "texture_indirect_functions.h"):
+        open(os.path.join(folder, name), "a").close()
+    return folder
 
 
 def compile_args(compile_commands, path):
-    """The flags the build compiles `path` with (a header: those of any .cpp)."""
+    """The flags the build compiles `path` with (a header: those of any .cpp;
+    nvcc's response files read too). A .cu parses as CUDA for sm_80, the newest
+    clang 14 knows, with the texture headers shimmed."""
     entries = json.load(open(compile_commands))
     path = os.path.realpath(path)
     entry = next((e for e in entries if os.path.realpath(e["file"]) == path),
@@ -83,6 +107,11 @@ def compile_args(compile_commands, path):
     args, i = [], 1
     while i < len(words):
         w = words[i]
+        if w == "--options-file" and i + 1 < len(words):
+            rsp = os.path.join(entry.get("directory", ""), words[i + 1])
+            words[i + 2:i + 2] = shlex.split(open(rsp).read()) if os.path.exists(rsp) else []
+            i += 2
+            continue
         if w in ("-isystem", "-I", "-D", "-include") and i + 1 < len(words):
             args += [w, words[i + 1]]
             i += 2
@@ -92,6 +121,9 @@ def compile_args(compile_commands, path):
         i += 1
     if path.endswith((".hpp", ".h")):
         args += ["-x", "c++"]
+    if path.endswith((".cu", ".cuh")):
+        args += ["-x", "cuda", "--cuda-gpu-arch=sm_80", "-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__",
+                 "-I", _cuda_shim()]
     return args + ["-Wno-everything"]
 
 
@@ -110,6 +142,7 @@ class Finder:
         self.path = os.path.realpath(path)
         self.text = open(self.path, "rb").read()  # bytes: libclang's offsets count bytes
         self.operators = set(operators)
+        _find_libclang()
         index = ci.Index.create()
         self.tu = index.parse(self.path, args=args,
                               options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
@@ -534,6 +567,7 @@ def main():
         print(json.dumps(mutants_in_errors(log, mapping["file"], mapping["lines"])))
         return
     if args.command == "list":
+        _find_libclang()
         operators = args.operators.split(",")
         unknown = set(operators) - set(OPERATORS + OPT_IN)
         if unknown:

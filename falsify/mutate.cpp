@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/names.hpp"
+#include "core/parallel.hpp"
 #include "core/process.hpp"
 #include "core/sha256.hpp"
 #include "falsify/report.hpp"
@@ -211,9 +214,14 @@ namespace {
 // One mutation run's scratch worktree, its build and its children.
 class Mutator {
  public:
-  Mutator(const MutateOptions& options, MutateResult& result)
-      : o_(options), r_(result), worktree_(result.source_top) {
-    r_.head = worktree_.head();
+  Mutator(const MutateOptions& options, MutateResult& result) : o_(options), r_(result) {
+    if (fs::exists(r_.source_top / ".git")) {
+      worktree_.emplace(r_.source_top);
+      r_.head = worktree_->head();
+    } else {
+      copy_tracked_files(r_.source_top, copy_.path() / "tree");
+      r_.head = "(no git: a copy of the tree)";
+    }
   }
 
   void run() {
@@ -230,15 +238,17 @@ class Mutator {
  private:
   const MutateOptions& o_;
   MutateResult& r_;
-  ScratchWorktree worktree_;
+  ScratchFolder copy_{"deltaproof-mutate"};  // the scratch of a tree without .git
+  std::optional<ScratchWorktree> worktree_;  // declared after: it goes first
+  std::mutex progress_mutex_;
   std::map<int, json> raw_;  // id -> mutants.py's object
   std::vector<Mutant> in_build_;
   std::string binary_;
   std::set<int> reached_;
   std::map<std::string, std::string> digests_;
 
-  fs::path tree() const { return worktree_.tree(); }
-  fs::path scratch() const { return worktree_.scratch(); }
+  fs::path tree() const { return worktree_ ? worktree_->tree() : copy_.path() / "tree"; }
+  fs::path scratch() const { return worktree_ ? worktree_->scratch() : copy_.path(); }
   fs::path build_dir() const { return scratch() / "build"; }
   // the finder of the deltaproof that runs (its source tree's), so that it and
   // the switch it writes for agree whatever HEAD holds
@@ -259,14 +269,21 @@ class Mutator {
                                      "-DDELTAPROOF_TESTS=OFF",
                                      "-DDELTAPROOF_BENCH=OFF"};
     for (const auto& d : defines()) argv.push_back(d);
-    o_.progress(fmt::format("worktree of {} in {}; configuring", r_.head.substr(0, 12),
-                            tree().string()));
+    o_.progress(fmt::format("scratch tree of {} in {}; configuring",
+                            worktree_ ? r_.head.substr(0, 12) : r_.head, tree().string()));
     const ProcessResult c = run_process(argv, o_.build_timeout_s);
     if (c.exit_code != 0)
       throw InputError(fmt::format("cmake cannot configure the worktree: {}", c.tail(6)));
   }
 
-  std::vector<Mutant> list() {
+  json listed_mutants() {
+    if (!o_.mutants_list.empty()) {
+      try {
+        return json::parse(read_text(o_.mutants_list));
+      } catch (const json::parse_error& e) {
+        throw InputError(fmt::format("{}: not JSON: {}", o_.mutants_list.string(), e.what()));
+      }
+    }
     std::vector<std::string> argv = {o_.python, script().string(), "list"};
     argv.insert(argv.end(), o_.files.begin(), o_.files.end());
     argv.push_back("--compile-commands");
@@ -283,14 +300,22 @@ class Mutator {
           fmt::format("falsify/mutants.py list failed (exit {}): {}", again.exit_code,
                       again.tail(6)));
     }
-    json list;
     try {
-      list = json::parse(listed.log);
+      return json::parse(listed.log);
     } catch (const json::parse_error& e) {
       throw InputError(fmt::format("falsify/mutants.py list printed no JSON: {}", e.what()));
     }
+  }
+
+  std::vector<Mutant> list() {
+    const json list = listed_mutants();
     for (const auto& m : list) raw_[m.value("id", 0)] = m;
-    const std::vector<Mutant> all = parse_mutants(list, "falsify/mutants.py list");
+    const std::vector<Mutant> all = parse_mutants(
+        list, o_.mutants_list.empty() ? "falsify/mutants.py list" : o_.mutants_list.string());
+    for (const auto& m : all)
+      if (std::find(o_.files.begin(), o_.files.end(), m.file) == o_.files.end())
+        throw InputError(fmt::format("mutant {} is in {}, which is not among the files ({})",
+                                     m.id, m.file, fmt::join(o_.files, ", ")));
     r_.mutants_found = static_cast<int>(all.size());
     for (const auto& file : o_.files) r_.sources[file] = read_text(tree() / file);
     const std::vector<Mutant> chosen =
@@ -457,32 +482,48 @@ class Mutator {
   }
 
   void run_mutants() {
-    std::size_t done = 0;
+    std::vector<Mutant> reached;
     for (const auto& m : in_build_) {
-      throw_if_interrupted();
-      ++done;
-      if (!reached_.count(m.id)) {
+      if (reached_.count(m.id))
+        reached.push_back(m);
+      else
         add(m, MutantStatus::no_coverage, "no gate reaches it (the baseline's coverage)");
-      } else {
-        r_.mutants.push_back(judge_mutant(m, run_child(m), digests_));
-      }
-      const MutantOutcome& out = r_.mutants.back();
-      o_.progress(fmt::format("[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", done, in_build_.size(),
+    }
+    o_.progress(fmt::format("{} mutants to run, {} at once; {} NoCoverage", reached.size(),
+                            o_.parallel, in_build_.size() - reached.size()));
+    std::vector<MutantOutcome> outcomes(reached.size());
+    std::size_t done = 0;
+    parallel_for(static_cast<int>(reached.size()), o_.parallel, [&](int i) {
+      throw_if_interrupted();
+      const Mutant& m = reached[static_cast<std::size_t>(i)];
+      MutantOutcome out = judge_mutant(m, run_child(m), digests_);
+      const std::lock_guard<std::mutex> lock(progress_mutex_);
+      o_.progress(fmt::format("[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", ++done, reached.size(),
                               m.id, m.file, m.line, m.op, mutant_status_name(out.status),
                               out.status == MutantStatus::killed
                                   ? fmt::format("{} {} ({:.1f} s)", out.killer_gate,
                                                 out.killer_term, out.seconds)
                                   : fmt::format("{} ({:.1f} s)", out.reason, out.seconds)));
-    }
+      outcomes[static_cast<std::size_t>(i)] = std::move(out);
+    });
+    for (auto& out : outcomes) r_.mutants.push_back(std::move(out));
   }
 
   MutantRun run_child(const Mutant& m) {
     const fs::path report = scratch() / fmt::format("m{}.json", m.id);
-    std::vector<std::string> argv = {binary_,   "gate",
-                                     "run",     "--fixtures",
+    // the children share the cores
+    const int threads = std::max(1, resolve_threads(0) / std::max(1, o_.parallel));
+    std::vector<std::string> argv = {"env",
+                                     fmt::format("DELTAPROOF_THREADS={}", threads),
+                                     binary_,
+                                     "gate",
+                                     "run",
+                                     "--fixtures",
                                      o_.fixtures_dir.string(),
-                                     "--report", report.string(),
-                                     "--mutant", std::to_string(m.id)};
+                                     "--report",
+                                     report.string(),
+                                     "--mutant",
+                                     std::to_string(m.id)};
     if (!o_.all_gates) argv.push_back("--first-red");
     argv.insert(argv.end(), r_.gates.begin(), r_.gates.end());
     const ProcessResult p = run_process(argv, o_.timeout_s);
@@ -499,7 +540,7 @@ class Mutator {
         try {
           gates::read_report_file(report);  // validated as `report show` reads it
           return std::string();
-        } catch (const InputError& e) {
+        } catch (const std::exception& e) {
           return std::string(e.what());
         }
       }();

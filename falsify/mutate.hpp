@@ -18,6 +18,7 @@
 //    output differs), NoEffect (every gate green and every output bitwise the
 //    baseline's: a likely equivalent mutant), Timeout, RuntimeError (a crash).
 // 6. The tree is hashed again; the worktree is removed (also on SIGINT/SIGTERM).
+// A tree without .git (the GPU machine's copy) is copied instead of checked out.
 //
 // The report is Stryker's schemaVersion 2 (NoEffect is its Ignored, the status
 // kept in deltaproofStatus) with a "deltaproof" object: the header, the build,
@@ -121,7 +122,11 @@ struct MutateOptions {
   double build_timeout_s = 3600;  // per build round
   bool all_gates = false;         // every gate per mutant, not only to the first red
   int build_jobs = 2;
+  int parallel = 1;  // mutants run at once, each child's kernels on cores / parallel threads
   std::string python = "python3";
+  // mutants.py's list made beforehand (a machine without libclang: the GPU's);
+  // empty: listed here
+  std::filesystem::path mutants_list;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 

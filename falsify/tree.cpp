@@ -82,6 +82,14 @@ TreeHashes hash_tracked_files(const fs::path& top) {
   return hashes;
 }
 
+void copy_tracked_files(const fs::path& top, const fs::path& to) {
+  for (const auto& [name, hash] : hash_tracked_files(top)) {
+    if (hash == "missing" || hash.rfind("link:", 0) == 0) continue;
+    fs::create_directories((to / name).parent_path());
+    fs::copy_file(top / name, to / name, fs::copy_options::overwrite_existing);
+  }
+}
+
 std::vector<std::string> tree_differences(const TreeHashes& before, const TreeHashes& after) {
   std::vector<std::string> out;
   for (const auto& [name, hash] : before) {

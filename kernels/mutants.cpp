@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 
 namespace deltaproof::kernels {
 namespace {
@@ -21,10 +22,29 @@ std::array<std::atomic<bool>, kMaxMutantId + 1>& reached() {
   return points;
 }
 
+std::mutex& hooks_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<DeviceMutantHooks>& device_hooks() {
+  static std::vector<DeviceMutantHooks> hooks;
+  return hooks;
+}
+
 }  // namespace
 
+bool register_device_mutant_hooks(DeviceMutantHooks hooks) {
+  const std::lock_guard<std::mutex> lock(hooks_mutex());
+  device_hooks().push_back(hooks);
+  return true;
+}
+
 int active_mutant() { return mutant().load(std::memory_order_relaxed); }
-void set_active_mutant(int id) { mutant().store(id, std::memory_order_relaxed); }
+void set_active_mutant(int id) {
+  mutant().store(id, std::memory_order_relaxed);
+  const std::lock_guard<std::mutex> lock(hooks_mutex());
+  for (const auto& hooks : device_hooks()) hooks.push(id);
+}
 
 bool mutant_point(int id) {
   if (id > 0 && id <= kMaxMutantId) {
@@ -36,6 +56,13 @@ bool mutant_point(int id) {
 }
 
 std::vector<int> reached_mutants() {
+  std::vector<int> device;
+  {
+    const std::lock_guard<std::mutex> lock(hooks_mutex());
+    for (const auto& hooks : device_hooks()) hooks.pull(device);
+  }
+  for (int id : device)
+    if (id > 0 && id <= kMaxMutantId) reached()[static_cast<std::size_t>(id)].store(true);
   std::vector<int> ids;
   for (int id = 1; id <= kMaxMutantId; ++id)
     if (reached()[static_cast<std::size_t>(id)].load(std::memory_order_relaxed)) ids.push_back(id);
