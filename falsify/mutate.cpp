@@ -711,22 +711,17 @@ json mutate_report_at(const fs::path& path) {
   }
 }
 
-namespace {
-
-// The lines `m` touches in `source`, before and after the edit.
-std::pair<std::vector<std::string>, std::vector<std::string>> diff_lines(const std::string& source,
-                                                                         const json& m) {
+MutantDiff mutant_diff(const std::string& source, const json& m) {
   const long offset = m.value("offset", 0L), length = m.value("length", 0L);
-  if (offset < 0 || offset + length > static_cast<long>(source.size())) return {};
-  const std::size_t first = source.rfind('\n', offset == 0 ? 0 : offset - 1);
-  const std::size_t begin =
-      offset == 0 || first == std::string::npos ? 0 : first + 1;
-  std::size_t end = source.find('\n', offset + length);
+  if (offset < 0 || length < 0 || offset + length > static_cast<long>(source.size())) return {};
+  const std::size_t at = static_cast<std::size_t>(offset), n = static_cast<std::size_t>(length);
+  const std::size_t newline = at == 0 ? std::string::npos : source.rfind('\n', at - 1);
+  const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  std::size_t end = source.find('\n', at + n);
   if (end == std::string::npos) end = source.size();
   const std::string before = source.substr(begin, end - begin);
-  const std::string after = source.substr(begin, offset - begin) +
-                            m.value("replacement", "") +
-                            source.substr(offset + length, end - offset - length);
+  const std::string after = source.substr(begin, at - begin) + m.value("replacement", "") +
+                            source.substr(at + n, end - at - n);
   auto split = [](const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -735,6 +730,8 @@ std::pair<std::vector<std::string>, std::vector<std::string>> diff_lines(const s
   };
   return {split(before), split(after)};
 }
+
+namespace {
 
 void print_score_table(const char* what, const json& table) {
   fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", what, "Killed",
@@ -787,9 +784,9 @@ void print_mutate_report(const json& report, bool all_mutants) {
                  m["location"]["start"].value("line", 0),
                  m["location"]["start"].value("column", 0), m.value("mutatorName", ""),
                  m.value("function", ""), m.value("statusReason", ""));
-      const auto [before, after] = diff_lines(source, m);
-      for (const auto& line : before) fmt::print("  - {}\n", line);
-      for (const auto& line : after) fmt::print("  + {}\n", line);
+      const MutantDiff diff = mutant_diff(source, m);
+      for (const auto& line : diff.before) fmt::print("  - {}\n", line);
+      for (const auto& line : diff.after) fmt::print("  + {}\n", line);
     }
   }
   fmt::print("\n{} mutants{} shown; score {} = killed / (killed + survived), NoEffect set aside; "

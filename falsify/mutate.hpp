@@ -149,6 +149,12 @@ nlohmann::json mutate_report(const MutateResult& result, const MutateOptions& op
 bool is_mutate_report(const nlohmann::json& report);
 // The mutation report at `path`, or null when it holds something else.
 nlohmann::json mutate_report_at(const std::filesystem::path& path);
+// The lines a report's mutant (its offset, length and replacement) touches
+// in `source`: before and after the edit.
+struct MutantDiff {
+  std::vector<std::string> before, after;
+};
+MutantDiff mutant_diff(const std::string& source, const nlohmann::json& mutant);
 // `deltaproof report show` of a mutation report: the score in all, per file
 // and per operator, the statuses, and every survivor with its source line and
 // the diff (every mutant with all_mutants).

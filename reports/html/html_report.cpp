@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "falsify/mutate.hpp"
 #include "falsify/report.hpp"
 #include "gates/report_file.hpp"
 #include "reports/html/page.hpp"
@@ -770,6 +771,104 @@ std::string campaign_section(const json& report, const std::filesystem::path& pa
   return out + "</section>";
 }
 
+// ---- a mutation run -------------------------------------------------------
+
+std::string score_table(const json& table, const char* what) {
+  std::string out = fmt::format(
+      "<table class=\"scores\"><thead><tr><th>{}</th><th>Killed</th><th>Survived</th>"
+      "<th>NoEffect</th><th>NoCoverage</th><th>Timeout</th><th>RuntimeError</th>"
+      "<th>CompileError</th><th>score</th></tr></thead><tbody>",
+      what);
+  for (const auto& [key, s] : table.items())
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td><b>{}</b></td></tr>",
+        code(key), s.value("Killed", 0), s.value("Survived", 0), s.value("NoEffect", 0),
+        s.value("NoCoverage", 0), s.value("Timeout", 0), s.value("RuntimeError", 0),
+        s.value("CompileError", 0), escape(s.value("score_text", "-")));
+  return out + "</tbody></table>";
+}
+
+std::string mutation_section(const json& report, const std::filesystem::path& path,
+                             const std::string& anchor) {
+  const json& d = report["deltaproof"];
+  const json& summary = d["summary"];
+  std::string out = fmt::format(
+      "<section class=\"mutation\" id=\"{}\"><h2>mutation run: {}</h2>"
+      "<p class=\"big\"><span class=\"verdict\">{}</span> <span class=\"counts\">score "
+      "<b class=\"score\">{}</b> = killed / (killed + survived), NoEffect set aside; {} of {} "
+      "mutants</span></p>",
+      escape(anchor), escape(path.filename().string()), badge(d.value("verdict", "?")),
+      escape(summary.value("score_text", "-")), summary.value("mutants", 0),
+      summary.value("mutants_found", 0));
+  const json& base = d["baseline"];
+  out += key_values(
+      {{"file", code(path.string())},
+       {"tool", escape(d.value("tool", "?"))},
+       {"commit", code(d.value("git_commit", "?")) + " (mutated " +
+                      code(d.value("mutated_commit", "?")) + ")"},
+       {"device", escape(d.value("device", "?"))},
+       {"date", escape(d.value("created", "?"))},
+       {"command", code(d.value("command", "?"))},
+       {"mutated", escape(fmt::format(
+                       "{}", fmt::join(d.value("mutated_files", std::vector<std::string>{}), ", ")))},
+       {"build", escape(fmt::format("{} rounds, {:.0f} s", d["build"].value("rounds", 0),
+                                    d["build"].value("seconds", 0.0)))},
+       {"baseline", escape(fmt::format("{} gates, {} green, {:.0f} s; {} mutant points reached",
+                                       base.value("gates", 0), base.value("clean_green", 0),
+                                       base.value("seconds", 0.0),
+                                       base.value("points_reached", 0))) +
+                        " " + badge(base.value("ok", false) ? "pass" : "fail")},
+       {"source tree",
+        escape(fmt::format("{} tracked files {}", d["tree"].value("tracked_files", 0),
+                           d["tree"].value("unchanged", false)
+                               ? "unchanged (hashed before and after)"
+                               : "CHANGED"))},
+       {"Stryker schema", escape(report.value("schemaVersion", "?"))}});
+  out += "<h3>score by file</h3>" + score_table(summary["score_by_file"], "file");
+  out += "<h3>score by operator</h3>" + score_table(summary["score_by_operator"], "operator");
+  out +=
+      "<h3>mutants</h3><p class=\"note\">Every mutant: where, what, its status and the first "
+      "gate that went red. + opens the reason and the diff; survivors start open.</p>";
+  Table table(anchor + "-mutants", "mutants",
+              {{"id", "id", true},
+               {"file", "file", false, true},
+               {"line", "line", true},
+               {"operator", "operator", false, true},
+               {"status", "status", false, true},
+               {"function", "function", false, true},
+               {"edit", "edit"},
+               {"killer", "killed by (first red gate, term)"}});
+  for (const auto& [file, f] : report["files"].items()) {
+    const std::string source = f.value("source", "");
+    for (const auto& m : f.value("mutants", json::array())) {
+      const std::string status = m.value("deltaproofStatus", m.value("status", ""));
+      const falsify::MutantDiff diff = falsify::mutant_diff(source, m);
+      std::string lines;
+      for (const auto& l : diff.before) lines += "<span class=\"del\">- " + escape(l) + "</span>\n";
+      for (const auto& l : diff.after) lines += "<span class=\"ins\">+ " + escape(l) + "</span>\n";
+      const std::string details = "<p>" + escape(m.value("statusReason", "")) +
+                                  "</p><pre class=\"diff\">" + lines + "</pre>";
+      const int line = m["location"]["start"].value("line", 0);
+      const std::string killer = m.value("gate", "");
+      table.add_row({escape(m.value("id", "")), code(file), fmt::format("{}", line),
+                     escape(m.value("mutatorName", "")), badge(status),
+                     escape(m.value("function", "")),
+                     code(m.value("original", "")) + " &rarr; " + code(m.value("replacement", "")),
+                     killer.empty() ? "-" : code(killer) + " " + escape(m.value("term", ""))},
+                    {{"id", m.value("id", "")},
+                     {"file", file},
+                     {"line", fmt::format("{}", line)},
+                     {"operator", m.value("mutatorName", "")},
+                     {"status", status},
+                     {"function", m.value("function", "")}},
+                    details, status == "Survived");
+    }
+  }
+  out += table.finish();
+  return out + "</section>";
+}
+
 // ---- a diff ---------------------------------------------------------------
 
 std::string change_name(gates::Change change) {
@@ -908,8 +1007,12 @@ std::string reports_page(const std::vector<std::filesystem::path>& files) {
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string anchor = fmt::format("report-{}", i + 1);
     const json campaign = falsify::falsify_report_at(files[i]);
+    const json mutation = falsify::mutate_report_at(files[i]);
     std::string verdict;
-    if (campaign.is_null()) {
+    if (!mutation.is_null()) {
+      verdict = mutation["deltaproof"].value("verdict", "?");
+      sections.push_back(mutation_section(mutation, files[i], anchor));
+    } else if (campaign.is_null()) {
       const gates::ReportFile report = gates::read_report_file(files[i]);
       verdict = gates::verdict_name(report.verdict);
       sections.push_back(gate_report_section(report, anchor));

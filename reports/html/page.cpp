@@ -34,6 +34,9 @@ dl.kv dd { margin: 0; overflow-wrap: anywhere; }
 .badge.skip { background: var(--skip); color: #1a1a1a; }
 .badge.other { background: #666; }
 .big .badge { font-size: 1.1rem; padding: .1rem .7rem; }
+pre.diff { margin: .3rem 0; padding: .4rem; background: #f6f6f6; overflow-x: auto; }
+pre.diff .del { color: #a4302a; }
+pre.diff .ins { color: #1b6b3a; }
 .filters { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; margin: .6rem 0; }
 .filters label { font-size: .85rem; color: var(--muted); }
 .filters select, .filters input { font: inherit; font-size: .85rem; }
@@ -140,7 +143,9 @@ std::string badge_class(std::string_view word) {
       word == "GreenBroken" || word == "worse" || word == "RuntimeError" ||
       word == "CompileError" || word == "Timeout")
     return "fail";
-  if (word == "skipped" || word == "SKIP" || word == "Ignored") return "skip";
+  if (word == "skipped" || word == "SKIP" || word == "Ignored" || word == "NoEffect" ||
+      word == "NoCoverage")
+    return "skip";
   return "other";
 }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/gpu-mutate.sh start|wait OUT_DIR [MUTATE ARGS...] — a whole mutation
+# run (falsify mutate, docs/MUTATION.md) on the GPU machine, whose 16 cores
+# build the schemata and run the mutants 8 at once. That machine has no
+# libclang and no .git: the mutants come listed from here (--mutants, made by
+# falsify/mutants.py list), and the tree is copied, not checked out. fmt and
+# CLI11, which its image lacks, come as a carried prefix (.carry/sysroot/usr).
+#   start  builds deltaproof and starts the run in its own session (it outlives
+#          the device call), logging to /tmp/mutate/run.log
+#   wait   waits (at most 9 minutes) for it, then copies the log and the
+#          report (/tmp/mutate/report.json) to OUT_DIR
+# DELTAPROOF_GIT_COMMIT names the commit in the report; CUDA=ON builds this
+# deltaproof with its CUDA backends (for --backend cuda-chunk), default OFF.
+set -uo pipefail
+verb=${1:?usage: scripts/gpu-mutate.sh start|wait OUT_DIR [ARGS...]}
+out=${2:?usage: scripts/gpu-mutate.sh start|wait OUT_DIR [ARGS...]}
+shift 2
+cd "$(dirname "$0")/.."
+mkdir -p "$out" /tmp/mutate
+export CMAKE_PREFIX_PATH=$PWD/.carry/sysroot/usr
+export LD_LIBRARY_PATH=$PWD/.carry/sysroot/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [[ $verb == start ]]; then
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDELTAPROOF_TESTS=OFF -DDELTAPROOF_BENCH=OFF \
+    -DDELTAPROOF_CUDA="${CUDA:-OFF}" >/tmp/mutate/configure.log 2>&1 &&
+    cmake --build build -j "$(nproc)" --target deltaproof >/tmp/mutate/build.log 2>&1 || {
+    tail -n 30 /tmp/mutate/configure.log /tmp/mutate/build.log
+    exit 1
+  }
+  setsid nohup build/bin/deltaproof falsify mutate --source . --fixtures fixtures \
+    --jobs "$(nproc)" --parallel 8 --report /tmp/mutate/report.json "$@" \
+    >/tmp/mutate/run.log 2>&1 </dev/null &
+  echo "started: $*"
+  sleep 20
+  tail -n 5 /tmp/mutate/run.log
+  exit 0
+fi
+for _ in $(seq 540); do
+  pgrep -f 'deltaproof falsify mutate' >/dev/null || break
+  sleep 1
+done
+cp /tmp/mutate/run.log "$out/run.log"
+[[ -f /tmp/mutate/report.json ]] && gzip -c /tmp/mutate/report.json >"$out/report.json.gz"
+tail -n 12 /tmp/mutate/run.log
+pgrep -f 'deltaproof falsify mutate' >/dev/null && echo "still running" || echo "finished"
