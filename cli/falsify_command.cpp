@@ -99,6 +99,9 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
   a.mutate->add_option("--parallel", a.parallel, "mutants run at once (cores shared among them)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  a.mutate->add_flag("--working-tree", a.working_tree,
+                     "mutate a copy of the working tree as it is, uncommitted edits too "
+                     "(default: a worktree of HEAD)");
   a.mutate->add_option("--mutants", a.mutants_list,
                        "mutants.py's list made beforehand (a machine without libclang)")
       ->check(CLI::ExistingFile);
@@ -309,6 +312,7 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
   options.build_jobs = jobs_or_cpus(a.jobs);
   options.python = a.python;
   options.parallel = a.parallel;
+  options.working_tree = a.working_tree;
   options.mutants_list = a.mutants_list;
   options.progress = progress;
   const falsify::MutateResult result = falsify::run_mutate(options);

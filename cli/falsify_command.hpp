@@ -46,6 +46,7 @@ struct FalsifyArguments {
   bool all_gates = false;
   std::string python = "python3";
   int parallel = 1;
+  bool working_tree = false;
   std::string mutants_list;
   CLI::App* mutate = nullptr;
   CLI::App* list = nullptr;

@@ -43,6 +43,7 @@ void throw_if_interrupted() {
 void clear_interrupt() { g_interrupted = 0; }
 
 std::string ProcessResult::tail(std::size_t lines) const {
+  if (log.empty()) return log;  // a child killed before it printed (a timeout)
   std::size_t at = log.size();
   for (std::size_t n = 0; n <= lines && at > 0;) {
     at = log.rfind('\n', at - 1);

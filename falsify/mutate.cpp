@@ -215,12 +215,12 @@ namespace {
 class Mutator {
  public:
   Mutator(const MutateOptions& options, MutateResult& result) : o_(options), r_(result) {
-    if (fs::exists(r_.source_top / ".git")) {
+    if (!o_.working_tree && fs::exists(r_.source_top / ".git")) {
       worktree_.emplace(r_.source_top);
       r_.head = worktree_->head();
     } else {
-      copy_tracked_files(r_.source_top, copy_.path() / "tree");
-      r_.head = "(no git: a copy of the tree)";
+      copy_working_tree(r_.source_top, copy_.path() / "tree");
+      r_.head = o_.working_tree ? "(the working tree, copied)" : "(no git: a copy of the tree)";
     }
   }
 

@@ -127,6 +127,9 @@ struct MutateOptions {
   // mutants.py's list made beforehand (a machine without libclang: the GPU's);
   // empty: listed here
   std::filesystem::path mutants_list;
+  // mutate a copy of the working tree as it is (uncommitted edits too), not a
+  // worktree of HEAD (a tree without .git is always copied)
+  bool working_tree = false;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 

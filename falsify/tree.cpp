@@ -82,9 +82,25 @@ TreeHashes hash_tracked_files(const fs::path& top) {
   return hashes;
 }
 
-void copy_tracked_files(const fs::path& top, const fs::path& to) {
-  for (const auto& [name, hash] : hash_tracked_files(top)) {
-    if (hash == "missing" || hash.rfind("link:", 0) == 0) continue;
+void copy_working_tree(const fs::path& top, const fs::path& to) {
+  std::vector<std::string> names;
+  if (fs::exists(top / ".git")) {
+    const auto r = run_process(
+        {"git", "-C", top.string(), "ls-files", "-z", "--cached", "--others", "--exclude-standard"},
+        120);
+    if (r.exit_code != 0)
+      throw InputError(fmt::format("git ls-files failed in {}: {}", top.string(), r.tail(3)));
+    for (std::size_t at = 0, end; at < r.log.size(); at = end + 1) {
+      end = r.log.find('\0', at);
+      if (end == std::string::npos) end = r.log.size();
+      if (end > at) names.push_back(r.log.substr(at, end - at));
+    }
+  } else {
+    for (const auto& [name, hash] : hash_walked_files(top)) names.push_back(name);
+  }
+  for (const auto& name : names) {
+    std::error_code error;
+    if (!fs::is_regular_file(top / name, error) || fs::is_symlink(top / name, error)) continue;
     fs::create_directories((to / name).parent_path());
     fs::copy_file(top / name, to / name, fs::copy_options::overwrite_existing);
   }

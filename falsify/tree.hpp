@@ -23,9 +23,10 @@ std::filesystem::path git_toplevel(const std::filesystem::path& inside);
 // hidden folders.
 using TreeHashes = std::map<std::string, std::string>;
 TreeHashes hash_tracked_files(const std::filesystem::path& top);
-// Copies every file hash_tracked_files(top) lists into `to` (a tree without
-// .git, the GPU machine's, where no worktree can be made).
-void copy_tracked_files(const std::filesystem::path& top, const std::filesystem::path& to);
+// Copies the working tree at `top` into `to` as it is: the tracked files and
+// the untracked ones git does not ignore (every file but build* and hidden
+// folders where there is no .git: the GPU machine's copy).
+void copy_working_tree(const std::filesystem::path& top, const std::filesystem::path& to);
 // The git top of `inside`, or `inside` itself when it is no git checkout.
 std::filesystem::path source_top(const std::filesystem::path& inside);
 // Sentences naming each file whose hash differs: "kernels/cpu/chunk.cpp changed".

@@ -26,7 +26,8 @@ if [[ $verb == start ]]; then
     tail -n 30 /tmp/mutate/configure.log /tmp/mutate/build.log
     exit 1
   }
-  setsid nohup build/bin/deltaproof falsify mutate --source . --fixtures fixtures \
+  pkill -f 'deltaproof falsify mutate' && sleep 2
+  setsid nohup build/bin/deltaproof falsify mutate --source . --fixtures fixtures --working-tree \
     --jobs "$(nproc)" --parallel 8 --report /tmp/mutate/report.json "$@" \
     >/tmp/mutate/run.log 2>&1 </dev/null &
   echo "started: $*"
