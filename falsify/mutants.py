@@ -34,6 +34,7 @@ macros is left alone.
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -529,19 +530,17 @@ def schemata(text, mutants):
 
 def mutants_in_errors(compiler_output, schemata_path, lines):
     """The mutants a compiler's errors (and the notes that lead to them:
-    "required from here") point into: each FILE:LINE: naming the schemata
-    file, mapped through `lines` (id -> [first, last])."""
+    "required from here") point into: each FILE:LINE: (g++) or FILE(LINE):
+    (nvcc) naming the schemata file, mapped through `lines` (id -> [first, last])."""
     name = os.path.basename(schemata_path)
     hit = set()
-    for row in compiler_output.splitlines():
-        head = row.split(":")
-        for i in range(len(head) - 1):
-            if os.path.basename(head[i]) == name and head[i + 1].isdigit():
-                line = int(head[i + 1])
-                for mutant, (first, last) in lines.items():
-                    if first <= line <= last:
-                        hit.add(int(mutant))
-                break
+    for match in re.finditer(r"([^\s:()\"']+)(?::(\d+):|\((\d+)\))", compiler_output):
+        if os.path.basename(match.group(1)) != name:
+            continue
+        line = int(match.group(2) or match.group(3))
+        for mutant, (first, last) in lines.items():
+            if first <= line <= last:
+                hit.add(int(mutant))
     return sorted(hit)
 
 

@@ -406,10 +406,18 @@ class Mutator {
         if (e.exit_code != 0) continue;
         for (int id : json::parse(e.log).get<std::vector<int>>()) refused.insert(id);
       }
-      if (refused.empty())
-        throw InputError(fmt::format(
-            "the schemata build failed outside every mutant (round {}): {}", round,
-            b.result.tail(12)));
+      if (refused.empty()) {
+        std::string errors;  // the compiler's error lines, not make's noise
+        std::istringstream in(b.result.log);
+        int shown = 0;
+        for (std::string line; std::getline(in, line) && shown < 12;)
+          if (line.find("error") != std::string::npos && line.find("make") == std::string::npos) {
+            errors += "\n  " + line;
+            ++shown;
+          }
+        throw InputError(fmt::format("the schemata build failed outside every mutant (round {}):{}",
+                                     round, errors.empty() ? "\n" + b.result.tail(12) : errors));
+      }
       std::vector<Mutant> kept;
       for (const auto& m : in_build_) {
         if (!refused.count(m.id)) {
