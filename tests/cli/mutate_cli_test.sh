@@ -3,13 +3,17 @@
 # `deltaproof falsify mutate` end to end, on mutants chosen for what they must
 # be reported as (each status seen, issue 16):
 #   Killed        the call that writes a sequence's outputs, deleted
-#   Survived      the bf16 storage rounding of the outputs, deleted: the
-#                 outputs change (more precise) and the bf16 gates stay green
+#   Survived      chunk_slice's V taking one row too many: the products take
+#                 their inner size from the left operand, so the row is not
+#                 used, but the product's path (and the rounding) changes; the
+#                 outputs differ and the gates stay green (the full run's one
+#                 CPU survivor, reports/gpu/717e845: it reads past the slice, a
+#                 memory error the numbers cannot show)
 #   NoEffect      parallel_for's thread count 0 -> 1: the same bits
 #   NoCoverage    the partial-chunk fault's row count (its fault is off)
 #   CompileError  a matrix product turned into a division (Eigen refuses it)
 #   Timeout       a loop's step deleted: a real hang
-# built as schemata in a scratch worktree of HEAD, against the bf16 gates of
+# built as schemata in a scratch worktree of HEAD, against three gates of
 # cpu-chunk; then `report show` prints the survivor's line and its diff, and
 # bad input exits 2. The tree's tracked files hash the same before and after.
 set -uo pipefail
@@ -33,7 +37,7 @@ check_tree() {
 }
 
 files=(kernels/cpu/backends.cpp kernels/cpu/chunk.cpp)
-operators=arith,delete,constant,step
+operators=arith,delete,constant,index,step
 # the ids, listed as the run lists them (same files, same operators; the run
 # lists HEAD's, which CI's fresh clone is)
 python3 falsify/mutants.py list "${files[@]}" --operators "$operators" \
@@ -52,8 +56,11 @@ def one(pred, what):
 back = lambda m: m["file"].endswith("backends.cpp")
 killed = one(lambda m: back(m) and m["operator"] == "delete"
              and m["original"].startswith("scatter_head(s, r, result"), "killed")
-survived = one(lambda m: back(m) and m["operator"] == "delete"
-               and m["original"] == "round_outputs(s, out);", "survived")
+v_line = next(n for n, text in enumerate(open("kernels/cpu/chunk.cpp"), 1)
+              if "c.V = x.V.middleRows(start, length);" in text)
+survived = one(lambda m: m["file"].endswith("chunk.cpp") and m["line"] == v_line
+               and m["original"] == "length" and m["replacement"] == "(length) + 1",
+               "survived")
 no_effect = one(lambda m: back(m) and m["operator"] == "constant" and m["line"] == next(
     x["line"] for x in mutants if x["original"].startswith("parallel_for(count, 0"))
     and m["replacement"] == "1", "no effect")
@@ -78,11 +85,12 @@ source "$work/ids.env"
 echo "mutants: killed $killed, survived $survived, no effect $no_effect, no coverage $no_coverage," \
   "timeout $timeout, compile error among $compile_error"
 
-expect 0 'mutants in kernels/cpu/backends.cpp' 'build round 2' 'baseline: 2 gates' \
+expect 0 'mutants in kernels/cpu/backends.cpp' 'build round 2' 'baseline: 3 gates' \
   'mutation score' '^verdict PASS' -- \
-  falsify mutate "${files[@]}" --operators "$operators" \
+  falsify mutate "${files[@]}" --operators "$operators" --source "$src" \
   --ids "$killed,$survived,$no_effect,$no_coverage,$timeout,$compile_error" \
-  --backend cpu-chunk --gates 'gdn2.cpu-chunk.t32-c16-bf16.*' --timeout 20 \
+  --backend cpu-chunk --gates 'gdn2.cpu-chunk.t32-c16-bf16.*' \
+  --gates 'kda.cpu-chunk.t1-c16-k64-stress.fwd' --timeout 20 \
   --report "$work/mutate.json"
 if python3 - "$work/mutate.json" "$killed" "$survived" "$no_effect" "$no_coverage" "$timeout" \
   "$compile_error" <<'EOF'; then
@@ -102,7 +110,7 @@ d = r["deltaproof"]
 counts = d["summary"]["statuses"]
 assert d["tree"]["unchanged"], d["tree"]
 assert abs(d["summary"]["score"] - counts["Killed"] / (counts["Killed"] + counts["Survived"])) < 1e-12
-assert d["summary"]["score_by_file"]["kernels/cpu/backends.cpp"]["Survived"] == 1
+assert d["summary"]["score_by_file"]["kernels/cpu/chunk.cpp"]["Survived"] == 1
 EOF
   echo "ok: every status as chosen; NoEffect written as Stryker's Ignored; the score"
 else
@@ -110,8 +118,8 @@ else
 fi
 check_tree "after a mutation run"
 
-expect 0 "Survived m$survived kernels/cpu/backends.cpp" '  - +round_outputs\(s, out\);' \
-  '  \+ +;' 'killed / \(killed \+ survived\)' -- report show "$work/mutate.json"
+expect 0 "Survived m$survived kernels/cpu/chunk.cpp" '  - +c.V = x.V.middleRows\(start, length\);' \
+  '  \+ +c.V = x.V.middleRows\(start, \(length\) \+ 1\);' 'killed / \(killed \+ survived\)' -- report show "$work/mutate.json"
 expect 0 "Killed m$killed" "Timeout m$timeout" -- report show "$work/mutate.json" --all-gates
 
 expect 2 'no/such.cpp is not a file' -- falsify mutate no/such.cpp
