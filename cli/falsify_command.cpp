@@ -91,8 +91,9 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
       ->capture_default_str();
   a.mutate->add_flag("--all-gates", a.all_gates,
                      "run every gate per mutant (default: stop at the first red one)");
-  a.mutate->add_option("--min-score", a.min_score,
-                       "exit 1 when killed / (killed + survived) is below this (0 to 1)")
+  a.mutate
+      ->add_option("--min-score", a.min_score,
+                   "exit 1 when killed / (killed + survived) is below this (0 to 1)")
       ->check(CLI::Range(0.0, 1.0));
   a.mutate->add_option("--python", a.python, "the python3 with libclang's bindings")
       ->capture_default_str();
@@ -102,8 +103,9 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
   a.mutate->add_flag("--working-tree", a.working_tree,
                      "mutate a copy of the working tree as it is, uncommitted edits too "
                      "(default: a worktree of HEAD)");
-  a.mutate->add_option("--mutants", a.mutants_list,
-                       "mutants.py's list made beforehand (a machine without libclang)")
+  a.mutate
+      ->add_option("--mutants", a.mutants_list,
+                   "mutants.py's list made beforehand (a machine without libclang)")
       ->check(CLI::ExistingFile);
   common(a.mutate);
 
@@ -326,11 +328,10 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
   for (const auto& [status, n] : summary["statuses"].items())
     if (n.is_number_integer() && n.get<int>() > 0)
       counts.push_back(fmt::format("{} {}", n.get<int>(), status));
-  fmt::print("\n{} of {} mutants ran: {}; {} tracked files {} ({:.0f} s)\n",
-             result.mutants.size(), result.mutants_found,
-             counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")),
-             result.tracked_files, result.tree_changes.empty() ? "unchanged" : "CHANGED",
-             result.seconds);
+  fmt::print(
+      "\n{} of {} mutants ran: {}; {} tracked files {} ({:.0f} s)\n", result.mutants.size(),
+      result.mutants_found, counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")),
+      result.tracked_files, result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
   if (const int code = stopped_early(result, "mutation run", "no mutant ran")) return code;
   const double score = falsify::score_of(result.mutants).score();
   fmt::print("mutation score {} = killed / (killed + survived), NoEffect set aside\n",

@@ -120,9 +120,9 @@ MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
   }
   if (!o.killed_by.empty()) {
     o.status = MutantStatus::killed;
-    o.reason = fmt::format("{} red of {} run; first {} on {} (error {} / bar)", o.killed_by.size(),
-                           gates.size(), o.killer_gate, o.killer_term,
-                           gates::figure_text(o.margin));
+    o.reason =
+        fmt::format("{} red of {} run; first {} on {} (error {} / bar)", o.killed_by.size(),
+                    gates.size(), o.killer_gate, o.killer_term, gates::figure_text(o.margin));
     return o;
   }
   if (run.exit_code != 0) {
@@ -146,10 +146,10 @@ MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
         gates.size(), compared);
   } else {
     o.status = MutantStatus::survived;
-    o.reason = fmt::format("every gate green ({} ran), yet the outputs of {} of {} oracle gates "
-                           "differ from the baseline's, first {}",
-                           gates.size(), o.changed_outputs.size(), compared,
-                           o.changed_outputs.front());
+    o.reason = fmt::format(
+        "every gate green ({} ran), yet the outputs of {} of {} oracle gates "
+        "differ from the baseline's, first {}",
+        gates.size(), o.changed_outputs.size(), compared, o.changed_outputs.front());
   }
   return o;
 }
@@ -172,42 +172,32 @@ std::vector<Mutant> choose_mutants(const std::vector<Mutant>& all, const std::ve
   return spread;
 }
 
+int Score::operator[](MutantStatus status) const {
+  const auto it = counts.find(status);
+  return it == counts.end() ? 0 : it->second;
+}
+
 double Score::score() const {
+  const int killed = (*this)[MutantStatus::killed], survived = (*this)[MutantStatus::survived];
   return killed + survived == 0 ? std::nan("")
                                 : static_cast<double>(killed) / static_cast<double>(killed + survived);
 }
 
 json Score::to_json() const {
-  return {{"Killed", killed},
-          {"Survived", survived},
-          {"NoEffect", no_effect},
-          {"NoCoverage", no_coverage},
-          {"Timeout", timeout},
-          {"RuntimeError", runtime_error},
-          {"CompileError", compile_error},
-          {"Ignored", ignored},
-          {"score", number(score())},
-          {"score_text", score_text(score())}};
+  json out = json::object();
+  for (const auto& [status, name] : kMutantStatusNames) out[std::string(name)] = (*this)[status];
+  out["score"] = number(score());
+  out["score_text"] = score_text(score());
+  return out;
 }
 
 Score score_of(const std::vector<MutantOutcome>& outcomes) {
   Score s;
-  for (const auto& o : outcomes) switch (o.status) {
-      case MutantStatus::killed: ++s.killed; break;
-      case MutantStatus::survived: ++s.survived; break;
-      case MutantStatus::no_effect: ++s.no_effect; break;
-      case MutantStatus::no_coverage: ++s.no_coverage; break;
-      case MutantStatus::timeout: ++s.timeout; break;
-      case MutantStatus::runtime_error: ++s.runtime_error; break;
-      case MutantStatus::compile_error: ++s.compile_error; break;
-      case MutantStatus::ignored: ++s.ignored; break;
-    }
+  for (const auto& o : outcomes) ++s.counts[o.status];
   return s;
 }
 
-bool MutateResult::passed() const {
-  return baseline_ok && !interrupted && tree_changes.empty();
-}
+bool MutateResult::passed() const { return baseline_ok && !interrupted && tree_changes.empty(); }
 
 namespace {
 
@@ -297,9 +287,8 @@ class Mutator {
         run_process(argv, o_.build_timeout_s, tree(), Interrupts::honoured, Capture::stdout_only);
     if (listed.exit_code != 0) {
       const ProcessResult again = run_process(argv, o_.build_timeout_s, tree());
-      throw InputError(
-          fmt::format("falsify/mutants.py list failed (exit {}): {}", again.exit_code,
-                      again.tail(6)));
+      throw InputError(fmt::format("falsify/mutants.py list failed (exit {}): {}", again.exit_code,
+                                   again.tail(6)));
     }
     try {
       return json::parse(listed.log);
@@ -315,8 +304,8 @@ class Mutator {
         list, o_.mutants_list.empty() ? "falsify/mutants.py list" : o_.mutants_list.string());
     for (const auto& m : all)
       if (std::find(o_.files.begin(), o_.files.end(), m.file) == o_.files.end())
-        throw InputError(fmt::format("mutant {} is in {}, which is not among the files ({})",
-                                     m.id, m.file, fmt::join(o_.files, ", ")));
+        throw InputError(fmt::format("mutant {} is in {}, which is not among the files ({})", m.id,
+                                     m.file, fmt::join(o_.files, ", ")));
     r_.mutants_found = static_cast<int>(all.size());
     for (const auto& file : o_.files) r_.sources[file] = read_text(tree() / file);
     const std::vector<Mutant> chosen =
@@ -353,8 +342,8 @@ class Mutator {
     for (std::size_t i = 0; i < o_.files.size(); ++i) {
       const std::string& file = o_.files[i];
       write_text_atomically(tree() / file, r_.sources.at(file));  // the original, again
-      const fs::path out = scratch() / fmt::format("schemata-{}-{}", round, i) /
-                           fs::path(file).filename();
+      const fs::path out =
+          scratch() / fmt::format("schemata-{}-{}", round, i) / fs::path(file).filename();
       fs::create_directories(out.parent_path());
       const ProcessResult s = run_process({o_.python, script().string(), "schema", file,
                                            "--mutants", list.string(), "--out", out.string()},
@@ -459,10 +448,9 @@ class Mutator {
     outcome.backend = fmt::format("{}", fmt::join(o_.backends, "+"));
     outcome.gates = static_cast<int>(names.size());
     if (b.timed_out || b.exit_code != 0 || !fs::exists(report)) {
-      outcome.problems.push_back(
-          fmt::format("the baseline gate run {}: {}",
-                      b.timed_out ? "timed out" : fmt::format("exited {}", b.exit_code),
-                      b.tail(8)));
+      outcome.problems.push_back(fmt::format(
+          "the baseline gate run {}: {}",
+          b.timed_out ? "timed out" : fmt::format("exited {}", b.exit_code), b.tail(8)));
     } else {
       const json parsed = json::parse(read_text(report));
       std::vector<std::pair<double, std::string>> order;
@@ -507,12 +495,12 @@ class Mutator {
       const Mutant& m = reached[static_cast<std::size_t>(i)];
       MutantOutcome out = judge_mutant(m, run_child(m), digests_);
       const std::lock_guard<std::mutex> lock(progress_mutex_);
-      o_.progress(fmt::format("[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", ++done, reached.size(),
-                              m.id, m.file, m.line, m.op, mutant_status_name(out.status),
-                              out.status == MutantStatus::killed
-                                  ? fmt::format("{} {} ({:.1f} s)", out.killer_gate,
-                                                out.killer_term, out.seconds)
-                                  : fmt::format("{} ({:.1f} s)", out.reason, out.seconds)));
+      o_.progress(fmt::format(
+          "[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", ++done, reached.size(), m.id, m.file, m.line,
+          m.op, mutant_status_name(out.status),
+          out.status == MutantStatus::killed
+              ? fmt::format("{} {} ({:.1f} s)", out.killer_gate, out.killer_term, out.seconds)
+              : fmt::format("{} ({:.1f} s)", out.reason, out.seconds)));
       outcomes[static_cast<std::size_t>(i)] = std::move(out);
     });
     for (auto& out : outcomes) r_.mutants.push_back(std::move(out));
@@ -628,8 +616,9 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
   header["ids"] = options.ids;
   header["timeout_s"] = options.timeout_s;
   header["first_red"] = !options.all_gates;
-  header["build"] = {
-      {"rounds", result.build_rounds}, {"seconds", result.build_seconds}, {"jobs", options.build_jobs}};
+  header["build"] = {{"rounds", result.build_rounds},
+                     {"seconds", result.build_seconds},
+                     {"jobs", options.build_jobs}};
   const BaselineOutcome* b = result.baselines.empty() ? nullptr : &result.baselines.front();
   header["baseline"] = {{"ok", result.baseline_ok},
                         {"gates", b ? b->gates : 0},
@@ -671,8 +660,7 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
   for (const auto& o : ordered) {
     const Mutant& m = o.mutant;
     if (!files.contains(m.file)) continue;
-    const auto [end_line, end_column] =
-        end_of(result.sources.at(m.file), m.offset, m.length);
+    const auto [end_line, end_column] = end_of(result.sources.at(m.file), m.offset, m.length);
     files[m.file]["mutants"].push_back(
         {{"id", std::to_string(m.id)},
          {"mutatorName", m.op},
@@ -743,8 +731,8 @@ MutantDiff mutant_diff(const std::string& source, const json& m) {
 namespace {
 
 void print_score_table(const char* what, const json& table) {
-  fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", what, "Killed",
-             "Surv.", "NoEff.", "NoCov.", "Timeout", "RunErr", "CompErr", "score");
+  fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", what, "Killed", "Surv.",
+             "NoEff.", "NoCov.", "Timeout", "RunErr", "CompErr", "score");
   for (const auto& [key, s] : table.items())
     fmt::print("{:<28} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {:>7}\n", key,
                s.value("Killed", 0), s.value("Survived", 0), s.value("NoEffect", 0),
@@ -772,9 +760,9 @@ void print_mutate_report(const json& report, bool all_mutants) {
   fmt::print("baseline {} gates, {} green, {:.0f} s, {} mutant points reached  {}\n",
              base.value("gates", 0), base.value("clean_green", 0), base.value("seconds", 0.0),
              base.value("points_reached", 0), base.value("ok", false) ? "ok" : "FAILED");
-  fmt::print("tree     {} tracked files {}\n\n", d["tree"].value("tracked_files", 0),
-             d["tree"].value("unchanged", false) ? "unchanged (hashed before and after)"
-                                                 : "CHANGED");
+  fmt::print(
+      "tree     {} tracked files {}\n\n", d["tree"].value("tracked_files", 0),
+      d["tree"].value("unchanged", false) ? "unchanged (hashed before and after)" : "CHANGED");
   const json& summary = d["summary"];
   print_score_table("file", summary["score_by_file"]);
   fmt::print("\n");
@@ -790,18 +778,18 @@ void print_mutate_report(const json& report, bool all_mutants) {
       if (!all_mutants && status != "Survived") continue;
       ++shown;
       fmt::print("\n{} m{} {}:{}:{} {} in {}\n    {}\n", status, m.value("id", ""), file,
-                 m["location"]["start"].value("line", 0),
-                 m["location"]["start"].value("column", 0), m.value("mutatorName", ""),
-                 m.value("function", ""), m.value("statusReason", ""));
+                 m["location"]["start"].value("line", 0), m["location"]["start"].value("column", 0),
+                 m.value("mutatorName", ""), m.value("function", ""), m.value("statusReason", ""));
       const MutantDiff diff = mutant_diff(source, m);
       for (const auto& line : diff.before) fmt::print("  - {}\n", line);
       for (const auto& line : diff.after) fmt::print("  + {}\n", line);
     }
   }
-  fmt::print("\n{} mutants{} shown; score {} = killed / (killed + survived), NoEffect set aside; "
-             "verdict {}\n",
-             shown, all_mutants ? "" : " (the survivors; --all-gates lists every mutant)",
-             summary.value("score_text", "-"), d.value("verdict", "?"));
+  fmt::print(
+      "\n{} mutants{} shown; score {} = killed / (killed + survived), NoEffect set aside; "
+      "verdict {}\n",
+      shown, all_mutants ? "" : " (the survivors; --all-gates lists every mutant)",
+      summary.value("score_text", "-"), d.value("verdict", "?"));
 }
 
 }  // namespace deltaproof::falsify

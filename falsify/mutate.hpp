@@ -100,12 +100,13 @@ MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
 std::vector<Mutant> choose_mutants(const std::vector<Mutant>& all, const std::vector<int>& ids,
                                    int shard_index, int shard_count, int max);
 
-// killed / (killed + survived); NaN when neither happened.
+// How many mutants ended in each status, and the score: killed / (killed +
+// survived); NaN when neither happened.
 struct Score {
-  int killed = 0, survived = 0, no_effect = 0, no_coverage = 0, timeout = 0, runtime_error = 0,
-      compile_error = 0, ignored = 0;
+  std::map<MutantStatus, int> counts;
+  int operator[](MutantStatus status) const;
   double score() const;
-  nlohmann::json to_json() const;
+  nlohmann::json to_json() const;  // each status's count, score, score_text
 };
 Score score_of(const std::vector<MutantOutcome>& outcomes);
 
@@ -118,7 +119,7 @@ struct MutateOptions {
   std::filesystem::path source_dir;
   std::vector<std::string> backends = {"cpu-chunk", "cpu-recurrent"};
   std::vector<std::string> gate_globs;
-  double timeout_s = 120.0;      // per mutant
+  double timeout_s = 120.0;       // per mutant
   double build_timeout_s = 3600;  // per build round
   bool all_gates = false;         // every gate per mutant, not only to the first red
   int build_jobs = 2;

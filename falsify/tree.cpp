@@ -171,8 +171,8 @@ Build build_deltaproof(const fs::path& source, const fs::path& build_dir,
   b.result = run_process(configure, timeout_s);
   if (b.result.exit_code != 0) return b;
   const double configured = b.result.seconds;
-  std::vector<std::string> build = {"cmake", "--build",  build_dir.string(), "--target",
-                                    "deltaproof", "-j", std::to_string(jobs)};
+  std::vector<std::string> build = {"cmake",      "--build", build_dir.string(),  "--target",
+                                    "deltaproof", "-j",      std::to_string(jobs)};
   if (keep_going) build.insert(build.end(), {"--", "-k"});
   b.result = run_process(build, timeout_s);
   b.result.seconds += configured;

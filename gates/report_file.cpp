@@ -156,7 +156,7 @@ Located locate(const json& report, const std::vector<std::string>& context,
   const json* node = &report;
   std::string in_gate;
   for (std::size_t i = 1; i < context.size(); ++i) {  // [0] is "<root>"
-    if (context[i].size() < 2) break;  // not "[key]": the walk stops where it is
+    if (context[i].size() < 2) break;                 // not "[key]": the walk stops where it is
     const std::string step = context[i].substr(1, context[i].size() - 2);
     steps.push_back(step);
     if (node->is_array()) {

@@ -695,6 +695,13 @@ std::string fault_table(const json& d, const std::string& anchor) {
   return table.finish();
 }
 
+// A campaign's or a mutation run's tree check, as its header says it.
+std::string tree_text(const json& d) {
+  return escape(fmt::format(
+      "{} tracked files {}", d["tree"].value("tracked_files", 0),
+      d["tree"].value("unchanged", false) ? "unchanged (hashed before and after)" : "CHANGED"));
+}
+
 std::string campaign_section(const json& report, const std::filesystem::path& path,
                              const std::string& anchor) {
   const json& d = report["deltaproof"];
@@ -724,11 +731,7 @@ std::string campaign_section(const json& report, const std::filesystem::path& pa
        {"backends", escape(fmt::format(
                         "{}", fmt::join(d.value("backends", std::vector<std::string>{}), ", ")))},
        {"baselines", baselines},
-       {"source tree",
-        escape(fmt::format("{} tracked files {}", d["tree"].value("tracked_files", 0),
-                           d["tree"].value("unchanged", false)
-                               ? "unchanged (hashed before and after)"
-                               : "CHANGED"))},
+       {"source tree", tree_text(d)},
        {"Stryker schema", escape(report.value("schemaVersion", "?"))}});
   out +=
       "<h3>faults</h3><p class=\"note\">Each fault run on a backend: its status, how many of "
@@ -810,20 +813,17 @@ std::string mutation_section(const json& report, const std::filesystem::path& pa
        {"device", escape(d.value("device", "?"))},
        {"date", escape(d.value("created", "?"))},
        {"command", code(d.value("command", "?"))},
-       {"mutated", escape(fmt::format(
-                       "{}", fmt::join(d.value("mutated_files", std::vector<std::string>{}), ", ")))},
+       {"mutated",
+        escape(fmt::format("{}",
+                           fmt::join(d.value("mutated_files", std::vector<std::string>{}), ", ")))},
        {"build", escape(fmt::format("{} rounds, {:.0f} s", d["build"].value("rounds", 0),
                                     d["build"].value("seconds", 0.0)))},
-       {"baseline", escape(fmt::format("{} gates, {} green, {:.0f} s; {} mutant points reached",
-                                       base.value("gates", 0), base.value("clean_green", 0),
-                                       base.value("seconds", 0.0),
-                                       base.value("points_reached", 0))) +
-                        " " + badge(base.value("ok", false) ? "pass" : "fail")},
-       {"source tree",
-        escape(fmt::format("{} tracked files {}", d["tree"].value("tracked_files", 0),
-                           d["tree"].value("unchanged", false)
-                               ? "unchanged (hashed before and after)"
-                               : "CHANGED"))},
+       {"baseline",
+        escape(fmt::format("{} gates, {} green, {:.0f} s; {} mutant points reached",
+                           base.value("gates", 0), base.value("clean_green", 0),
+                           base.value("seconds", 0.0), base.value("points_reached", 0))) +
+            " " + badge(base.value("ok", false) ? "pass" : "fail")},
+       {"source tree", tree_text(d)},
        {"Stryker schema", escape(report.value("schemaVersion", "?"))}});
   out += "<h3>score by file</h3>" + score_table(summary["score_by_file"], "file");
   out += "<h3>score by operator</h3>" + score_table(summary["score_by_operator"], "operator");
@@ -851,18 +851,18 @@ std::string mutation_section(const json& report, const std::filesystem::path& pa
                                   "</p><pre class=\"diff\">" + lines + "</pre>";
       const int line = m["location"]["start"].value("line", 0);
       const std::string killer = m.value("gate", "");
-      table.add_row({escape(m.value("id", "")), code(file), fmt::format("{}", line),
-                     escape(m.value("mutatorName", "")), badge(status),
-                     escape(m.value("function", "")),
-                     code(m.value("original", "")) + " &rarr; " + code(m.value("replacement", "")),
-                     killer.empty() ? "-" : code(killer) + " " + escape(m.value("term", ""))},
-                    {{"id", m.value("id", "")},
-                     {"file", file},
-                     {"line", fmt::format("{}", line)},
-                     {"operator", m.value("mutatorName", "")},
-                     {"status", status},
-                     {"function", m.value("function", "")}},
-                    details, status == "Survived");
+      table.add_row(
+          {escape(m.value("id", "")), code(file), fmt::format("{}", line),
+           escape(m.value("mutatorName", "")), badge(status), escape(m.value("function", "")),
+           code(m.value("original", "")) + " &rarr; " + code(m.value("replacement", "")),
+           killer.empty() ? "-" : code(killer) + " " + escape(m.value("term", ""))},
+          {{"id", m.value("id", "")},
+           {"file", file},
+           {"line", fmt::format("{}", line)},
+           {"operator", m.value("mutatorName", "")},
+           {"status", status},
+           {"function", m.value("function", "")}},
+          details, status == "Survived");
     }
   }
   out += table.finish();

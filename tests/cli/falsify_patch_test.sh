@@ -14,19 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
 
 # the tree's state: every tracked file's hash, the worktree list, the status
-snapshot() {
-  git ls-files -z | xargs -0 sha256sum | sha256sum
-  git worktree list --porcelain | grep -c '^worktree'
-  git status --porcelain --untracked-files=no
-}
-before=$(snapshot)
-check_tree() {
-  if [[ $(snapshot) == "$before" ]]; then
-    echo "ok: tracked files, worktree list and status unchanged ($1)"
-  else
-    fail "the source tree changed ($1)"
-  fi
-}
+tree_guard
 
 make_patch() {  # make_patch NAME SED-EXPRESSION FILE
   mkdir -p "$work/$1/a/$(dirname "$3")" "$work/$1/b/$(dirname "$3")"

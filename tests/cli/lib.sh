@@ -45,3 +45,19 @@ finish() {
   fi
   echo "all $1 cases passed"
 }
+
+# tree_guard: remembers the source tree's state (every tracked file's hash,
+# the worktree list, the status); check_tree WHEN fails if it changed since.
+tree_snapshot() {
+  git ls-files -z | xargs -0 sha256sum | sha256sum
+  git worktree list --porcelain | grep -c '^worktree'
+  git status --porcelain --untracked-files=no
+}
+tree_guard() { tree_before=$(tree_snapshot); }
+check_tree() {
+  if [[ $(tree_snapshot) == "$tree_before" ]]; then
+    echo "ok: tracked files, worktree list and status unchanged ($1)"
+  else
+    fail "the source tree changed ($1)"
+  fi
+}

@@ -23,18 +23,7 @@ compile_commands=$3
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
 
-snapshot() {
-  git ls-files -z | xargs -0 sha256sum | sha256sum
-  git worktree list --porcelain | grep -c '^worktree'
-}
-before=$(snapshot)
-check_tree() {
-  if [[ $(snapshot) == "$before" ]]; then
-    echo "ok: tracked files and worktree list unchanged ($1)"
-  else
-    fail "the source tree changed ($1)"
-  fi
-}
+tree_guard
 
 files=(kernels/cpu/backends.cpp kernels/cpu/chunk.cpp)
 operators=arith,delete,constant,index,step

@@ -174,7 +174,8 @@ TEST(MutateScore, KilledOverKilledPlusSurvivedNoEffectSetAside) {
   outcomes[5].status = MutantStatus::no_coverage;
   const Score s = score_of(outcomes);
   EXPECT_DOUBLE_EQ(s.score(), 0.75);
-  EXPECT_EQ(s.no_effect, 1);
+  EXPECT_EQ(s[MutantStatus::no_effect], 1);
+  EXPECT_EQ(s[MutantStatus::timeout], 0);
   EXPECT_TRUE(std::isnan(score_of({}).score()));
   EXPECT_EQ(s.to_json()["score_text"], "75.0%");
 }

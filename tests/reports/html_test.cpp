@@ -4,11 +4,14 @@
 // themselves are tested in a browser (tests/browser/html_report_test.py) and
 // through the CLI (tests/cli/report_cli_test.sh).
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "falsify/mutate.hpp"
 #include "reports/html/html_report.hpp"
 #include "reports/html/page.hpp"
 #include "reports/html/svg.hpp"
@@ -89,6 +92,43 @@ TEST(Html, PageIsSelfContained) {
   EXPECT_NE(html.find("<title>t &lt;1&gt;</title>"), std::string::npos);
   for (const char* external : {"src=", "href=", "url(", "@import", "http:", "https:"})
     EXPECT_EQ(html.find(external), std::string::npos) << external;
+}
+
+// A mutation run's page: the score, a row per mutant, the survivor's diff
+// (escaped) open from the start.
+TEST(Html, MutationRunShowsTheScoreEveryMutantAndTheSurvivorsDiff) {
+  falsify::MutateResult result;
+  result.source_top = "/src";
+  result.sources["kernels/cpu/toy.cpp"] = "float toy(float a, float b) {\n  return a < b;\n}\n";
+  const falsify::MutantStatus statuses[] = {falsify::MutantStatus::killed,
+                                            falsify::MutantStatus::survived,
+                                            falsify::MutantStatus::no_effect};
+  for (int i = 0; i < 3; ++i) {
+    falsify::MutantOutcome o;
+    o.mutant.id = i + 1;
+    o.mutant.file = "kernels/cpu/toy.cpp";
+    o.mutant.op = "relational";
+    o.mutant.original = "<";
+    o.mutant.replacement = "<=";
+    o.mutant.line = 2;
+    o.mutant.column = 12;
+    o.mutant.offset = 41;
+    o.mutant.length = 1;
+    o.status = statuses[i];
+    result.mutants.push_back(o);
+  }
+  falsify::MutateOptions options;
+  options.files = {"kernels/cpu/toy.cpp"};
+  const auto path = std::filesystem::temp_directory_path() / "deltaproof-html-mutation.json";
+  write_text_atomically(path, falsify::mutate_report(result, options, "test").dump());
+  const std::string html = reports_page({path});
+  std::filesystem::remove(path);
+  EXPECT_NE(html.find("mutation run: deltaproof-html-mutation.json"), std::string::npos);
+  EXPECT_NE(html.find("<b class=\"score\">50.0%</b>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"count\">3 mutants</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"del\">-   return a &lt; b;</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"ins\">+   return a &lt;= b;</span>"), std::string::npos);
+  EXPECT_NE(html.find("NoEffect"), std::string::npos);
 }
 
 TEST(Html, MissingReportIsAnInputErrorNamingTheFile) {
