@@ -3,12 +3,13 @@
 # `deltaproof falsify mutate` end to end, on mutants chosen for what they must
 # be reported as (each status seen, issue 16):
 #   Killed        the call that writes a sequence's outputs, deleted
-#   Survived      chunk_slice's V taking one row too many: the products take
-#                 their inner size from the left operand, so the row is not
-#                 used, but the product's path (and the rounding) changes; the
-#                 outputs differ and the gates stay green (the full run's one
-#                 CPU survivor, reports/gpu/717e845: it reads past the slice, a
-#                 memory error the numbers cannot show)
+#   Survived      (or NoEffect) chunk_slice's V taking one row too many, the
+#                 full run's one CPU survivor (reports/gpu/717e845): on a one-row
+#                 chunk it reads past the matrix, and whether the bits it reads
+#                 move the outputs depends on the memory there (Survived in the
+#                 full run, NoEffect alone); a survivor every run reproduces is
+#                 still to be found, so Survived is judged in
+#                 tests/falsify/mutate_test.cpp from a child's report
 #   NoEffect      parallel_for's thread count 0 -> 1: the same bits
 #   NoCoverage    the partial-chunk fault's row count (its fault is off)
 #   CompileError  a matrix product turned into a division (Eigen refuses it)
@@ -87,10 +88,11 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 status = {int(m["id"]): m["deltaproofStatus"]
           for f in r["files"].values() for m in f["mutants"]}
-want = {int(sys.argv[2]): "Killed", int(sys.argv[3]): "Survived", int(sys.argv[4]): "NoEffect",
+want = {int(sys.argv[2]): "Killed", int(sys.argv[4]): "NoEffect",
         int(sys.argv[5]): "NoCoverage", int(sys.argv[6]): "Timeout"}
 for i, s in want.items():
     assert status.get(i) == s, f"mutant {i}: {status.get(i)}, want {s}"
+assert status.get(int(sys.argv[3])) in ("Survived", "NoEffect"), status.get(int(sys.argv[3]))
 refused = [status[int(i)] for i in sys.argv[7].split(",")]
 assert "CompileError" in refused, refused
 stryker = {m["id"]: m["status"] for f in r["files"].values() for m in f["mutants"]}
@@ -99,7 +101,6 @@ d = r["deltaproof"]
 counts = d["summary"]["statuses"]
 assert d["tree"]["unchanged"], d["tree"]
 assert abs(d["summary"]["score"] - counts["Killed"] / (counts["Killed"] + counts["Survived"])) < 1e-12
-assert d["summary"]["score_by_file"]["kernels/cpu/chunk.cpp"]["Survived"] == 1
 EOF
   echo "ok: every status as chosen; NoEffect written as Stryker's Ignored; the score"
 else
@@ -107,8 +108,9 @@ else
 fi
 check_tree "after a mutation run"
 
-expect 0 "Survived m$survived kernels/cpu/chunk.cpp" '  - +c.V = x.V.middleRows\(start, length\);' \
-  '  \+ +c.V = x.V.middleRows\(start, \(length\) \+ 1\);' 'killed / \(killed \+ survived\)' -- report show "$work/mutate.json"
+expect 0 "m$survived kernels/cpu/chunk.cpp" '  - +c.V = x.V.middleRows\(start, length\);' \
+  '  \+ +c.V = x.V.middleRows\(start, \(length\) \+ 1\);' 'killed / \(killed \+ survived\)' -- \
+  report show "$work/mutate.json" --all-gates
 expect 0 "Killed m$killed" "Timeout m$timeout" -- report show "$work/mutate.json" --all-gates
 
 expect 2 'no/such.cpp is not a file' -- falsify mutate no/such.cpp
