@@ -17,6 +17,9 @@ opens each from a file URL and fails on
     margin, the separation plot's points, the diff's turned-red list, and
     (on the campaign edited to break two expectations) the matrix cells that
     say Survived and GreenBroken.
+It also opens the committed mutation run of the CPU kernels
+(reports/gpu/717e845/mutate-cpu.json.xz): the score as the JSON says, one row
+per mutant with the JSON's status, and each survivor's diff open.
 Then it shows the checks can fail: a page with a script error, one with a
 figure changed and one that loads an image are each refused.
 Screenshots go to OUT/*.png.
@@ -27,6 +30,7 @@ Screenshots go to OUT/*.png.
 """
 import argparse
 import json
+import lzma
 import math
 import pathlib
 import shutil
@@ -238,6 +242,39 @@ def check_broken_matrix(driver, path, fault, green_gate, red_gate, out):
     return page.problems
 
 
+def check_mutation_page(driver, path, report, out):
+    """A mutation run's page: its score, every mutant's status, the survivors'
+    diffs open."""
+    page = Page(driver, path)
+    summary = report["deltaproof"]["summary"]
+    score = page.one("section.mutation b.score")
+    if score is not None:
+        page.expect(score.text == summary["score_text"],
+                    f"score {score.text!r}, JSON {summary['score_text']!r}")
+    rows = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.mutation tbody.row'))"
+        ".map(r => [r.dataset.id, r.dataset.status, r.querySelector('tr.details') ? "
+        "!r.querySelector('tr.details').hidden : null])")
+    want = {m["id"]: m["deltaproofStatus"] for f in report["files"].values()
+            for m in f["mutants"]}
+    seen = {row[0]: row[1] for row in rows}
+    page.expect(seen == want, f"{len(seen)} rows against {len(want)} mutants, or a status that "
+                f"differs: {sorted(set(seen.items()) ^ set(want.items()))[:4]}")
+    for mutant_id, status in want.items():
+        if status != "Survived":
+            continue
+        body = page.one(f"section.mutation tbody.row[data-id='{mutant_id}']")
+        if body is None:
+            continue
+        page.expect(body.find_elements(By.CSS_SELECTOR, "pre.diff .del") and
+                    body.find_elements(By.CSS_SELECTOR, "pre.diff .ins"),
+                    f"survivor {mutant_id}: no diff in its details")
+        page.expect(body.find_element(By.CSS_SELECTOR, "pre.diff").is_displayed(),
+                    f"survivor {mutant_id}: its diff does not start open")
+        page.shot(body, out / "mutation-survivor.png")
+    return page.problems
+
+
 def check_reports_page(driver, path, reports, out, shots=True):
     page = Page(driver, path)
     sections = driver.find_elements(By.CSS_SELECTOR, "section")
@@ -299,6 +336,8 @@ def main():
     parser.add_argument("--falsify-deltaproof", required=True)
     parser.add_argument("--campaign", required=True)
     parser.add_argument("--fixtures", default="fixtures")
+    parser.add_argument("--mutation", default=str(pathlib.Path(__file__).resolve().parents[2] /
+                                                  "reports/gpu/717e845/mutate-cpu.json.xz"))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     out = pathlib.Path(args.out)
@@ -332,6 +371,13 @@ def main():
         run([args.deltaproof, "report", "html", str(broken_path), "-o", str(broken_page)])
         for problem in check_broken_matrix(driver, broken_page, fault, green_gate, red_gate, out):
             failures.append(f"{broken_page}: {problem}")
+        # the committed mutation run of the CPU kernels
+        mutation = json.loads(lzma.open(args.mutation).read())
+        mutation_path, mutation_page = out / "mutation.json", out / "mutation.html"
+        mutation_path.write_text(json.dumps(mutation))
+        run([args.deltaproof, "report", "html", str(mutation_path), "-o", str(mutation_page)])
+        for problem in check_mutation_page(driver, mutation_page, mutation, out):
+            failures.append(f"{mutation_page}: {problem}")
         # the checks can fail: each sabotaged page must be refused for its reason
         red_rel = figure(next(t["rel"] for g in reports[1]["gates"] if g["verdict"] == "fail"
                               for t in g["terms"]))
