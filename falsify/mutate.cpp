@@ -179,8 +179,9 @@ int Score::operator[](MutantStatus status) const {
 
 double Score::score() const {
   const int killed = (*this)[MutantStatus::killed], survived = (*this)[MutantStatus::survived];
-  return killed + survived == 0 ? std::nan("")
-                                : static_cast<double>(killed) / static_cast<double>(killed + survived);
+  return killed + survived == 0
+             ? std::nan("")
+             : static_cast<double>(killed) / static_cast<double>(killed + survived);
 }
 
 json Score::to_json() const {
@@ -308,6 +309,16 @@ class Mutator {
                                      m.file, fmt::join(o_.files, ", ")));
     r_.mutants_found = static_cast<int>(all.size());
     for (const auto& file : o_.files) r_.sources[file] = read_text(tree() / file);
+    for (const auto& m : all) {  // a list made from another version of a file is refused
+      const std::string& source = r_.sources.at(m.file);
+      if (m.offset < 0 || m.offset + m.length > static_cast<long>(source.size()) ||
+          source.compare(static_cast<std::size_t>(m.offset), static_cast<std::size_t>(m.length),
+                         m.original) != 0)
+        throw InputError(fmt::format(
+            "mutant {}: '{}' is not at byte {} of {} (the list was made from another version "
+            "of the file: list it again)",
+            m.id, m.original, m.offset, m.file));
+    }
     const std::vector<Mutant> chosen =
         choose_mutants(all, o_.ids, o_.shard_index, o_.shard_count, o_.max);
     o_.progress(fmt::format("{} mutants in {}; {} chosen", all.size(), fmt::join(o_.files, ", "),

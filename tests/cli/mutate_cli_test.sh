@@ -16,7 +16,8 @@
 #   Timeout       a loop's step deleted: a real hang
 # built as schemata in a scratch worktree of HEAD, against three gates of
 # cpu-chunk; then `report show` prints the survivor's line and its diff, and
-# bad input exits 2. The tree's tracked files hash the same before and after.
+# bad input exits 2 (a missing file, an unknown operator or id, a --mutants
+# list made from another version of the files). The tree's tracked files hash the same before and after.
 set -uo pipefail
 bin=$1
 src=$2
@@ -116,6 +117,10 @@ expect 0 "Killed m$killed" "Timeout m$timeout" -- report show "$work/mutate.json
 expect 2 'no/such.cpp is not a file' -- falsify mutate no/such.cpp
 expect 2 'unknown operators' -- falsify mutate kernels/cpu/backends.cpp --operators bogus
 expect 2 '--ids: no mutant 999999' -- falsify mutate kernels/cpu/backends.cpp --ids 999999
+python3 -c "
+import json, sys; m = json.load(open(sys.argv[1])); m[0]['original'] += 'x'
+json.dump(m, open(sys.argv[2], 'w'))" "$work/list.json" "$work/stale.json"
+expect 2 'list it again' -- falsify mutate "${files[@]}" --source "$src" --mutants "$work/stale.json"
 check_tree "after refused runs"
 
 finish "falsify mutate"
