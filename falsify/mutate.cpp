@@ -219,7 +219,7 @@ class Mutator {
     configure();
     const std::vector<Mutant> chosen = list();
     if (chosen.empty()) return;
-    build(chosen);
+    build();
     if (binary_.empty()) return;
     baseline();
     if (!r_.baseline_ok) return;
@@ -333,6 +333,20 @@ class Mutator {
     return chosen;
   }
 
+  // The mutants of `from` that `keep` holds; each other one ends in `status`.
+  template <class Keep>
+  std::vector<Mutant> keep_only(const std::vector<Mutant>& from, Keep keep, MutantStatus status,
+                                const std::string& reason) {
+    std::vector<Mutant> kept;
+    for (const auto& m : from) {
+      if (keep(m))
+        kept.push_back(m);
+      else
+        add(m, status, reason);
+    }
+    return kept;
+  }
+
   void add(const Mutant& m, MutantStatus status, std::string reason) {
     MutantOutcome out;
     out.mutant = m;
@@ -367,19 +381,13 @@ class Mutator {
       for (int id : lines.value("held", std::vector<int>{})) held.insert(id);
     }
     // a mutant whose holder overlaps another's without nesting is not in the schemata
-    std::vector<Mutant> kept;
-    for (const auto& m : in_build_) {
-      if (held.count(m.id))
-        kept.push_back(m);
-      else
-        add(m, MutantStatus::ignored, "the schemata cannot hold it (its holder overlaps another)");
-    }
-    in_build_ = kept;
+    in_build_ = keep_only(
+        in_build_, [&](const Mutant& m) { return held.count(m.id) > 0; }, MutantStatus::ignored,
+        "the schemata cannot hold it (its holder overlaps another)");
     return maps;
   }
 
-  void build(const std::vector<Mutant>& chosen) {
-    (void)chosen;
+  void build() {
     for (int round = 1; round <= kMaxBuildRounds; ++round) {
       r_.build_rounds = round;
       const std::vector<fs::path> maps = write_schemata(round);
@@ -418,18 +426,12 @@ class Mutator {
         throw InputError(fmt::format("the schemata build failed outside every mutant (round {}):{}",
                                      round, errors.empty() ? "\n" + b.result.tail(12) : errors));
       }
-      std::vector<Mutant> kept;
-      for (const auto& m : in_build_) {
-        if (!refused.count(m.id)) {
-          kept.push_back(m);
-          continue;
-        }
-        add(m, MutantStatus::compile_error,
-            fmt::format("the compiler refused it (schemata build round {})", round));
-      }
+      in_build_ = keep_only(
+          in_build_, [&](const Mutant& m) { return refused.count(m.id) == 0; },
+          MutantStatus::compile_error,
+          fmt::format("the compiler refused it (schemata build round {})", round));
       o_.progress(fmt::format("  {} mutants refused by the compiler ({:.0f} s)", refused.size(),
                               b.result.seconds));
-      in_build_ = kept;
     }
     throw InputError(
         fmt::format("the schemata still do not build after {} rounds", kMaxBuildRounds));
@@ -490,13 +492,9 @@ class Mutator {
   }
 
   void run_mutants() {
-    std::vector<Mutant> reached;
-    for (const auto& m : in_build_) {
-      if (reached_.count(m.id))
-        reached.push_back(m);
-      else
-        add(m, MutantStatus::no_coverage, "no gate reaches it (the baseline's coverage)");
-    }
+    const std::vector<Mutant> reached = keep_only(
+        in_build_, [&](const Mutant& m) { return reached_.count(m.id) > 0; },
+        MutantStatus::no_coverage, "no gate reaches it (the baseline's coverage)");
     o_.progress(fmt::format("{} mutants to run, {} at once; {} NoCoverage", reached.size(),
                             o_.parallel, in_build_.size() - reached.size()));
     std::vector<MutantOutcome> outcomes(reached.size());
