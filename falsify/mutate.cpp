@@ -437,21 +437,20 @@ class Mutator {
         fmt::format("the schemata still do not build after {} rounds", kMaxBuildRounds));
   }
 
+  // `gate run` of the schemata build, its report to `report`
+  std::vector<std::string> gate_run(const fs::path& report) const {
+    return {binary_,    "gate",         "run", "--fixtures", o_.fixtures_dir.string(),
+            "--report", report.string()};
+  }
+
   void baseline() {
     std::vector<std::string> names;
     for (const auto& backend : o_.backends)
       for (const auto& g : campaign_gates(o_.fixtures_dir, backend, o_.gate_globs))
         names.push_back(g.name);
     const fs::path report = scratch() / "baseline.json", coverage = scratch() / "coverage.json";
-    std::vector<std::string> argv = {binary_,
-                                     "gate",
-                                     "run",
-                                     "--fixtures",
-                                     o_.fixtures_dir.string(),
-                                     "--report",
-                                     report.string(),
-                                     "--mutant-coverage",
-                                     coverage.string()};
+    std::vector<std::string> argv = gate_run(report);
+    argv.insert(argv.end(), {"--mutant-coverage", coverage.string()});
     argv.insert(argv.end(), names.begin(), names.end());
     o_.progress(fmt::format("baseline: {} gates of {}, no mutant on", names.size(),
                             fmt::join(o_.backends, ", ")));
@@ -519,17 +518,9 @@ class Mutator {
     const fs::path report = scratch() / fmt::format("m{}.json", m.id);
     // the children share the cores
     const int threads = std::max(1, resolve_threads(0) / std::max(1, o_.parallel));
-    std::vector<std::string> argv = {"env",
-                                     fmt::format("DELTAPROOF_THREADS={}", threads),
-                                     binary_,
-                                     "gate",
-                                     "run",
-                                     "--fixtures",
-                                     o_.fixtures_dir.string(),
-                                     "--report",
-                                     report.string(),
-                                     "--mutant",
-                                     std::to_string(m.id)};
+    std::vector<std::string> argv = {"env", fmt::format("DELTAPROOF_THREADS={}", threads)};
+    for (auto& word : gate_run(report)) argv.push_back(std::move(word));
+    argv.insert(argv.end(), {"--mutant", std::to_string(m.id)});
     if (!o_.all_gates) argv.push_back("--first-red");
     argv.insert(argv.end(), r_.gates.begin(), r_.gates.end());
     const ProcessResult p = run_process(argv, o_.timeout_s);
