@@ -4,7 +4,14 @@
 # build the schemata and run the mutants 8 at once. That machine has no
 # libclang and no .git: the mutants come listed from here (--mutants, made by
 # falsify/mutants.py list), and the tree is copied, not checked out. fmt and
-# CLI11, which its image lacks, come as a carried prefix (.carry/sysroot/usr).
+# CLI11, which its image lacks, come as a carried prefix (.carry/sysroot/usr),
+# made here with:
+#   for d in /usr/include/{fmt,CLI,valijson} /usr/lib/x86_64-linux-gnu/cmake/fmt \
+#            /usr/share/cmake/CLI11; do mkdir -p .carry/sysroot$(dirname $d); cp -r $d .carry/sysroot$d; done
+#   for f in libfmt.so libfmt.so.9; do   # real files: a link travels only as a link
+#     cp /usr/lib/x86_64-linux-gnu/libfmt.so.9.* .carry/sysroot/usr/lib/x86_64-linux-gnu/$f; done
+# and the mutants listed here: python3 falsify/mutants.py list FILE... \
+#   --compile-commands build/compile_commands.json > .carry/mutants-cpu.json
 #   start  builds deltaproof and starts the run in its own session (it outlives
 #          the device call), logging to /tmp/mutate/run.log
 #   wait   waits (at most 9 minutes) for it, then copies the log and the
