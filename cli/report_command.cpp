@@ -109,12 +109,11 @@ constexpr int kFigureWidth = 9;
 constexpr int kWorstWidth = 24;
 
 int show(const std::string& path, bool all_gates) {
-  if (const json mutation = falsify::mutate_report_at(path); !mutation.is_null()) {
-    falsify::print_mutate_report(mutation, all_gates);
+  if (const json stryker = falsify::stryker_report_at(path); falsify::is_mutate_report(stryker)) {
+    falsify::print_mutate_report(stryker, all_gates);
     return 0;
-  }
-  if (const json campaign = falsify::falsify_report_at(path); !campaign.is_null()) {
-    falsify::print_falsify_report(campaign, all_gates);
+  } else if (falsify::is_falsify_report(stryker)) {
+    falsify::print_falsify_report(stryker, all_gates);
     return 0;
   }
   const gates::ReportFile report = gates::read_report_file(path);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,7 +16,6 @@
 #include "core/names.hpp"
 #include "core/parallel.hpp"
 #include "core/process.hpp"
-#include "core/sha256.hpp"
 #include "falsify/report.hpp"
 #include "falsify/tree.hpp"
 #include "gates/report.hpp"
@@ -649,11 +647,7 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
   header["verdict"] = result.passed() ? "pass" : "fail";
 
   json files = json::object();
-  for (const auto& [file, source] : result.sources)
-    files[file] = {{"language", fs::path(file).extension() == ".cu" ? "cuda" : "cpp"},
-                   {"source", source},
-                   {"sourceSha256", sha256_hex(std::as_bytes(std::span(source)))},
-                   {"mutants", json::array()}};
+  for (const auto& [file, source] : result.sources) files[file] = stryker_file(file, source);
   std::vector<MutantOutcome> ordered = result.mutants;
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.mutant.id < b.mutant.id; });
@@ -684,28 +678,12 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
          {"changedOutputs", o.changed_outputs},
          {"seconds", o.seconds}});
   }
-  return {{"schemaVersion", "2"},
-          {"thresholds", {{"high", 95}, {"low", 80}}},
-          {"projectRoot", result.source_top.string()},
-          {"framework", {{"name", "deltaproof"}, {"version", gates::kToolVersion}}},
-          {"files", files},
-          {"deltaproof", header}};
+  return stryker_envelope(result.source_top, std::move(files), std::move(header), 95, 80);
 }
 
 bool is_mutate_report(const json& report) {
   return report.is_object() && report.contains("schemaVersion") && report.contains("deltaproof") &&
          report["deltaproof"].value("schema", "") == kMutateReportFormat;
-}
-
-json mutate_report_at(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  try {
-    json report = json::parse(in);
-    return is_mutate_report(report) ? report : json(nullptr);
-  } catch (const json::parse_error&) {
-    return nullptr;
-  }
 }
 
 MutantDiff mutant_diff(const std::string& source, const json& m) {

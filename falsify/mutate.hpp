@@ -151,8 +151,6 @@ MutateResult run_mutate(const MutateOptions& options);
 nlohmann::json mutate_report(const MutateResult& result, const MutateOptions& options,
                              const std::string& command);
 bool is_mutate_report(const nlohmann::json& report);
-// The mutation report at `path`, or null when it holds something else.
-nlohmann::json mutate_report_at(const std::filesystem::path& path);
 // The lines a report's mutant (its offset, length and replacement) touches
 // in `source`: before and after the edit.
 struct MutantDiff {

@@ -45,6 +45,22 @@ std::string figure(const json& x) {
 
 }  // namespace
 
+json stryker_file(const std::string& file, const std::string& source) {
+  return {{"language", language_of(file)},
+          {"source", source},
+          {"sourceSha256", sha256_hex(std::as_bytes(std::span(source)))},
+          {"mutants", json::array()}};
+}
+
+json stryker_envelope(const fs::path& top, json files, json header, int high, int low) {
+  return {{"schemaVersion", "2"},
+          {"thresholds", {{"high", high}, {"low", low}}},
+          {"projectRoot", top.string()},
+          {"framework", {{"name", "deltaproof"}, {"version", gates::kToolVersion}}},
+          {"files", std::move(files)},
+          {"deltaproof", std::move(header)}};
+}
+
 MutantSite locate(const fs::path& top, const std::string& file, const std::string& marker) {
   MutantSite site;
   site.file = file;
@@ -74,11 +90,7 @@ json stryker_report(const fs::path& top, const std::vector<ReportMutant>& mutant
   for (const auto& m : mutants) {
     const std::string& file = m.site.file;
     if (!files.contains(file)) {
-      const std::string source = m.source.empty() ? read_text(top / file) : m.source;
-      files[file] = {{"language", language_of(file)},
-                     {"source", source},
-                     {"sourceSha256", sha256_hex(std::as_bytes(std::span(source)))},
-                     {"mutants", json::array()}};
+      files[file] = stryker_file(file, m.source.empty() ? read_text(top / file) : m.source);
     }
     const FaultOutcome& o = m.outcome;
     json mutant = {
@@ -105,12 +117,7 @@ json stryker_report(const fs::path& top, const std::vector<ReportMutant>& mutant
     faults.push_back(o.to_json());
   }
   header["faults"] = faults;
-  return {{"schemaVersion", "2"},
-          {"thresholds", {{"high", 100}, {"low", 100}}},
-          {"projectRoot", top.string()},
-          {"framework", {{"name", "deltaproof"}, {"version", gates::kToolVersion}}},
-          {"files", files},
-          {"deltaproof", header}};
+  return stryker_envelope(top, std::move(files), std::move(header), 100, 100);
 }
 
 json report_header(const RunRecord& record, const std::string& command, const std::string& catalog,
@@ -192,12 +199,14 @@ bool is_falsify_report(const json& report) {
          report["deltaproof"].value("schema", "") == kFalsifyReportFormat;
 }
 
-json falsify_report_at(const std::filesystem::path& path) {
+json stryker_report_at(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return nullptr;
   try {
     json report = json::parse(in);
-    return is_falsify_report(report) ? report : json(nullptr);
+    const bool ours = report.is_object() && report.contains("schemaVersion") &&
+                      report.contains("deltaproof") && report["deltaproof"].is_object();
+    return ours ? report : json(nullptr);
   } catch (const json::parse_error&) {
     return nullptr;
   }

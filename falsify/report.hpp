@@ -66,9 +66,16 @@ nlohmann::json campaign_report(const CampaignResult& result, const Catalog& cata
 // baselines, the tree check, and each gate's separation with the weak ones.
 void print_falsify_report(const nlohmann::json& report, bool all_gates);
 bool is_falsify_report(const nlohmann::json& report);
-// The campaign report at `path`, or null when it holds something else (not
-// JSON, or another report: read it as a gate report, whose reader names the
-// problem) or cannot be read.
-nlohmann::json falsify_report_at(const std::filesystem::path& path);
+// A Stryker report deltaproof wrote (a campaign's, a patch run's or a mutation
+// run's: dispatch on is_falsify_report / is_mutate_report) at `path`, parsed
+// once; null when it holds something else (not JSON, or another report: read
+// it as a gate report, whose reader names the problem) or cannot be read.
+nlohmann::json stryker_report_at(const std::filesystem::path& path);
+
+// Stryker's entry for one file (language, source, its sha256, no mutant yet)
+// and the report around `files` (schemaVersion 2, the framework, our header).
+nlohmann::json stryker_file(const std::string& file, const std::string& source);
+nlohmann::json stryker_envelope(const std::filesystem::path& top, nlohmann::json files,
+                                nlohmann::json header, int high, int low);
 
 }  // namespace deltaproof::falsify

@@ -1006,19 +1006,18 @@ std::string reports_page(const std::vector<std::filesystem::path>& files) {
   std::string toc;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string anchor = fmt::format("report-{}", i + 1);
-    const json campaign = falsify::falsify_report_at(files[i]);
-    const json mutation = falsify::mutate_report_at(files[i]);
+    const json stryker = falsify::stryker_report_at(files[i]);
     std::string verdict;
-    if (!mutation.is_null()) {
-      verdict = mutation["deltaproof"].value("verdict", "?");
-      sections.push_back(mutation_section(mutation, files[i], anchor));
-    } else if (campaign.is_null()) {
+    if (falsify::is_mutate_report(stryker)) {
+      verdict = stryker["deltaproof"].value("verdict", "?");
+      sections.push_back(mutation_section(stryker, files[i], anchor));
+    } else if (falsify::is_falsify_report(stryker)) {
+      verdict = stryker["deltaproof"].value("verdict", "?");
+      sections.push_back(campaign_section(stryker, files[i], anchor));
+    } else {
       const gates::ReportFile report = gates::read_report_file(files[i]);
       verdict = gates::verdict_name(report.verdict);
       sections.push_back(gate_report_section(report, anchor));
-    } else {
-      verdict = campaign["deltaproof"].value("verdict", "?");
-      sections.push_back(campaign_section(campaign, files[i], anchor));
     }
     names.push_back(files[i].filename().string());
     toc += fmt::format("<span>{} <a href=\"#{}\">{}</a></span>", badge(verdict), anchor,
