@@ -107,6 +107,14 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
       ->add_option("--mutants", a.mutants_list,
                    "mutants.py's list made beforehand (a machine without libclang)")
       ->check(CLI::ExistingFile);
+  a.mutate->add_flag("--sanitize", a.sanitize,
+                     "run the undetected mutants again under a sanitizer: CPU backends under "
+                     "ASan + UBSan with Eigen's asserts (a second build), CUDA backends under "
+                     "compute-sanitizer memcheck (racecheck and synccheck for a barrier deleted)");
+  a.mutate->add_option("--sanitize-gates", a.sanitize_gates,
+                       "the gates (globs) of the sanitizer pass (default: every gate of the run)");
+  a.mutate->add_option("--compute-sanitizer", a.compute_sanitizer, "compute-sanitizer to run")
+      ->capture_default_str();
   common(a.mutate);
 
   a.precision_command = falsify->add_subcommand(
@@ -316,6 +324,9 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
   options.parallel = a.parallel;
   options.working_tree = a.working_tree;
   options.mutants_list = a.mutants_list;
+  options.sanitize = a.sanitize;
+  options.sanitize_globs = a.sanitize_gates;
+  options.compute_sanitizer = a.compute_sanitizer;
   options.progress = progress;
   const falsify::MutateResult result = falsify::run_mutate(options);
   const nlohmann::json report = falsify::mutate_report(result, options, command_line);
@@ -340,6 +351,10 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
     fmt::print("verdict FAIL: the score is below --min-score {:.1f}%\n", 100 * a.min_score);
     return 1;
   }
+  if (!result.sanitize.problem.empty())
+    fmt::print("the sanitizer pass stopped: {}\n", result.sanitize.problem);
+  if (!result.sanitize.problem.empty())
+    fmt::print("the sanitizer pass stopped: {}\n", result.sanitize.problem);
   fmt::print("verdict {}\n", result.passed() ? "PASS" : "FAIL");
   return result.passed() ? 0 : 1;
 }

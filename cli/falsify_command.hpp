@@ -48,6 +48,9 @@ struct FalsifyArguments {
   int parallel = 1;
   bool working_tree = false;
   std::string mutants_list;
+  bool sanitize = false;
+  std::vector<std::string> sanitize_gates;
+  std::string compute_sanitizer = "compute-sanitizer";
   CLI::App* mutate = nullptr;
   CLI::App* list = nullptr;
   CLI::App* precision_command = nullptr;

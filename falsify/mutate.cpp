@@ -2,6 +2,7 @@
 #include "falsify/mutate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -152,6 +153,75 @@ MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
   return o;
 }
 
+std::string sanitizer_finding(const std::string& log, int exit_code, int signal) {
+  // the marker of each tool's first error line, and the kind it names
+  static const std::pair<const char*, const char*> kMarkers[] = {
+      {"ERROR: AddressSanitizer: ", "AddressSanitizer"},
+      {"runtime error: ", "UndefinedBehaviorSanitizer"},
+      {"Assertion `", "assertion"},
+      {"========= Invalid ", "memcheck"},
+      {"========= Program hit ", "memcheck"},
+      {"========= Error: Race reported", "racecheck"},
+      {"========= Race reported", "racecheck"},
+      {"========= Barrier error", "synccheck"},
+      {"========= Divergent thread", "synccheck"},
+  };
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    for (const auto& [marker, kind] : kMarkers)
+      if (const std::size_t at = line.find(marker); at != std::string::npos) {
+        // from the marker where it opens the message (ASan's "==PID==", the
+        // sanitizer's "========= "), else the whole line: UBSan's and
+        // assert's start with the place
+        const std::string_view m = marker;
+        std::size_t from = 0;
+        if (m.rfind("ERROR", 0) == 0) from = at;
+        if (m.rfind("=========", 0) == 0) from = at + 10;
+        std::string text = line.substr(from);
+        if (text.size() > 240) text = text.substr(0, 240) + "...";
+        return fmt::format("{}: {}", kind, text);
+      }
+  if (exit_code == kSanitizerExitCode && signal == 0)
+    return fmt::format("sanitizer: exited {} (its error exit code) with no error line known here",
+                       kSanitizerExitCode);
+  return {};
+}
+
+MutantOutcome judge_sanitized(const MutantOutcome& before, const MutantRun& run,
+                              const std::string& tool) {
+  MutantOutcome o = before;
+  o.sanitizer = tool;
+  o.seconds += run.seconds;
+  if (!run.finding.empty()) {
+    o.status = MutantStatus::killed;
+    o.sanitizer_finding = run.finding;
+    o.killer_gate = tool;
+    o.killer_term = run.finding.substr(0, run.finding.find(':'));
+    o.margin = std::numeric_limits<double>::infinity();
+    o.killed_by = {tool};
+    o.reason = fmt::format("killed by {} ({} on the outputs alone): {}", tool,
+                           mutant_status_name(before.status), run.finding);
+    return o;
+  }
+  const MutantOutcome again = judge_mutant(before.mutant, run, {});
+  if (again.status == MutantStatus::killed) {
+    o.status = MutantStatus::killed;
+    o.killer_gate = again.killer_gate;
+    o.killer_term = again.killer_term;
+    o.margin = again.margin;
+    o.killed_by = again.killed_by;
+    o.reason = fmt::format("killed under {} (outputs alone: {}): {}", tool,
+                           mutant_status_name(before.status), again.reason);
+    return o;
+  }
+  o.reason = fmt::format(
+      "{}; clean under {}{}", before.reason, tool,
+      again.status == MutantStatus::runtime_error || again.status == MutantStatus::timeout
+          ? fmt::format(" (but the run there: {})", again.reason)
+          : "");
+  return o;
+}
+
 std::vector<Mutant> choose_mutants(const std::vector<Mutant>& all, const std::vector<int>& ids,
                                    int shard_index, int shard_count, int max) {
   std::vector<Mutant> chosen;
@@ -196,7 +266,9 @@ Score score_of(const std::vector<MutantOutcome>& outcomes) {
   return s;
 }
 
-bool MutateResult::passed() const { return baseline_ok && !interrupted && tree_changes.empty(); }
+bool MutateResult::passed() const {
+  return baseline_ok && !interrupted && tree_changes.empty() && sanitize.problem.empty();
+}
 
 namespace {
 
@@ -222,6 +294,7 @@ class Mutator {
     baseline();
     if (!r_.baseline_ok) return;
     run_mutants();
+    if (o_.sanitize) sanitize();
   }
 
  private:
@@ -242,11 +315,13 @@ class Mutator {
   // the finder of the deltaproof that runs (its source tree's), so that it and
   // the switch it writes for agree whatever HEAD holds
   fs::path script() const { return r_.source_top / "falsify" / "mutants.py"; }
+  bool cuda() const {
+    return std::any_of(o_.backends.begin(), o_.backends.end(),
+                       [](const std::string& b) { return b.rfind("cuda", 0) == 0; });
+  }
   std::vector<std::string> defines() const {
-    const bool cuda = std::any_of(o_.backends.begin(), o_.backends.end(),
-                                  [](const std::string& b) { return b.rfind("cuda", 0) == 0; });
     // a mutant that only draws a warning is no compile error
-    return {cuda ? "-DDELTAPROOF_CUDA=ON" : "-DDELTAPROOF_CUDA=OFF", "-DDELTAPROOF_WERROR=OFF"};
+    return {cuda() ? "-DDELTAPROOF_CUDA=ON" : "-DDELTAPROOF_CUDA=OFF", "-DDELTAPROOF_WERROR=OFF"};
   }
 
   void configure() {
@@ -435,10 +510,10 @@ class Mutator {
         fmt::format("the schemata still do not build after {} rounds", kMaxBuildRounds));
   }
 
-  // `gate run` of the schemata build, its report to `report`
-  std::vector<std::string> gate_run(const fs::path& report) const {
-    return {binary_,    "gate",         "run", "--fixtures", o_.fixtures_dir.string(),
-            "--report", report.string()};
+  // `gate run` of the schemata build (or of `binary`), its report to `report`
+  std::vector<std::string> gate_run(const fs::path& report, const std::string& binary = {}) const {
+    return {binary.empty() ? binary_ : binary, "gate",     "run",          "--fixtures",
+            o_.fixtures_dir.string(),          "--report", report.string()};
   }
 
   void baseline() {
@@ -512,22 +587,148 @@ class Mutator {
     for (auto& out : outcomes) r_.mutants.push_back(std::move(out));
   }
 
-  MutantRun run_child(const Mutant& m) {
-    const fs::path report = scratch() / fmt::format("m{}.json", m.id);
+  // The sanitizer pass: every undetected mutant (Survived, NoEffect) again,
+  // under a sanitizer that sees what the numbers cannot: a read or write past
+  // a matrix or an array, a race. The sanitized baseline (no mutant) must be
+  // clean first, or the pass stops with the problem.
+  void sanitize() {
+    MutateResult::SanitizePass& pass = r_.sanitize;
+    pass.ran = true;
+    std::vector<std::size_t> undetected;
+    for (std::size_t i = 0; i < r_.mutants.size(); ++i)
+      if (r_.mutants[i].status == MutantStatus::survived ||
+          r_.mutants[i].status == MutantStatus::no_effect)
+        undetected.push_back(i);
+    for (const auto& backend : o_.backends)
+      for (const auto& g : campaign_gates(o_.fixtures_dir, backend, o_.sanitize_globs))
+        if (std::find(r_.gates.begin(), r_.gates.end(), g.name) != r_.gates.end())
+          pass.gates.push_back(g.name);
+    if (pass.gates.empty()) {
+      pass.problem = "--sanitize-gates: no gate of the run matches";
+      o_.progress("sanitizer pass: " + pass.problem);
+      return;
+    }
+    Sanitizer memory, barrier;
+    const auto started = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+    if (cuda()) {
+      pass.tools = "compute-sanitizer memcheck; racecheck and synccheck on barrier deletions";
+      memory = {"memcheck",
+                {o_.compute_sanitizer, "--tool", "memcheck", "--error-exitcode",
+                 std::to_string(kSanitizerExitCode), "--print-limit", "4"},
+                binary_,
+                pass.gates,
+                o_.timeout_s * 40};
+      barrier = memory;
+      barrier.tool = "racecheck";
+      barrier.prefix[2] = "racecheck";
+    } else {
+      pass.tools = "AddressSanitizer + UndefinedBehaviorSanitizer, Eigen's asserts on";
+      o_.progress(fmt::format("sanitizer pass: building under {}", pass.tools));
+      std::vector<std::string> defines = this->defines();
+      defines.insert(defines.end(),
+                     {"-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all "
+                      "-fno-omit-frame-pointer",
+                      "-DCMAKE_CXX_FLAGS_RELEASE=-O3",  // no NDEBUG: Eigen checks its bounds
+                      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"});
+      const Build b = build_deltaproof(tree(), scratch() / "build-sanitize", defines, o_.build_jobs,
+                                       o_.build_timeout_s);
+      pass.build_seconds = b.result.seconds;
+      if (!b.ok()) {
+        pass.problem = fmt::format("the sanitizer build failed: {}", b.result.tail(8));
+        o_.progress("  " + pass.problem);
+        return;
+      }
+      memory = {"asan",
+                {fmt::format("ASAN_OPTIONS=detect_leaks=0:exitcode={}", kSanitizerExitCode),
+                 fmt::format("UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode={}",
+                             kSanitizerExitCode)},
+                b.binary.string(),
+                pass.gates,
+                o_.timeout_s * 10};
+    }
+    // the baseline under each tool the pass uses
+    bool barriers = false;
+    for (std::size_t i : undetected) barriers |= deletes_barrier(r_.mutants[i].mutant);
+    for (const Sanitizer* s : {&memory, cuda() && barriers ? &barrier : nullptr}) {
+      if (!s) continue;
+      o_.progress(
+          fmt::format("sanitizer pass: baseline under {}, {} gates", s->tool, s->gates.size()));
+      const MutantRun clean = run_child(Mutant{}, s);
+      const MutantOutcome judged = judge_mutant(Mutant{}, clean, {});
+      if (!clean.finding.empty() || judged.status != MutantStatus::no_effect) {
+        pass.problem = fmt::format("the baseline under {} is not clean: {}", s->tool,
+                                   clean.finding.empty() ? judged.reason : clean.finding);
+        o_.progress("  " + pass.problem);
+        pass.seconds = elapsed();
+        return;
+      }
+    }
+    pass.baseline_clean = true;
+    o_.progress(fmt::format("sanitizer pass: {} undetected mutants again, under {}",
+                            undetected.size(), pass.tools));
+    std::size_t done = 0;
+    parallel_for(static_cast<int>(undetected.size()), o_.parallel, [&](int k) {
+      throw_if_interrupted();
+      MutantOutcome& out = r_.mutants[undetected[static_cast<std::size_t>(k)]];
+      MutantOutcome judged = judge_sanitized(out, run_child(out.mutant, &memory), memory.tool);
+      if (judged.status != MutantStatus::killed && cuda() && deletes_barrier(out.mutant))
+        judged = judge_sanitized(judged, run_child(out.mutant, &barrier), barrier.tool);
+      const std::lock_guard<std::mutex> lock(progress_mutex_);
+      o_.progress(
+          fmt::format("[{}/{}] m{:<4} {}:{} {:<12} {}", ++done, undetected.size(), out.mutant.id,
+                      out.mutant.file, out.mutant.line, mutant_status_name(judged.status),
+                      judged.sanitizer_finding.empty() ? "clean" : judged.sanitizer_finding));
+      out = std::move(judged);
+    });
+    for (std::size_t i : undetected) pass.killed += r_.mutants[i].status == MutantStatus::killed;
+    pass.rerun = static_cast<int>(undetected.size());
+    pass.seconds = elapsed();
+    o_.progress(fmt::format("sanitizer pass: {} of {} killed ({:.0f} s)", pass.killed, pass.rerun,
+                            pass.seconds));
+  }
+
+  static bool deletes_barrier(const Mutant& m) {
+    return m.op == "delete" && (m.original.find("__syncthreads") != std::string::npos ||
+                                m.original.find("__syncwarp") != std::string::npos ||
+                                m.original.find("sync(") != std::string::npos);
+  }
+
+  // How a child runs under a sanitizer: its tool's name, the words before
+  // the binary (environment, compute-sanitizer), the binary, the gates.
+  struct Sanitizer {
+    std::string tool;
+    std::vector<std::string> prefix;
+    std::string binary;
+    std::vector<std::string> gates;
+    double timeout_s = 0.0;
+  };
+
+  // The child `gate run` of mutant `m` (0: none), under `sanitizer` when given.
+  MutantRun run_child(const Mutant& m, const Sanitizer* sanitizer = nullptr) {
+    const fs::path report =
+        scratch() / fmt::format("m{}{}.json", m.id, sanitizer ? "-" + sanitizer->tool : "");
     // the children share the cores
     const int threads = std::max(1, resolve_threads(0) / std::max(1, o_.parallel));
     std::vector<std::string> argv = {"env", fmt::format("DELTAPROOF_THREADS={}", threads)};
-    for (auto& word : gate_run(report)) argv.push_back(std::move(word));
-    argv.insert(argv.end(), {"--mutant", std::to_string(m.id)});
-    if (!o_.all_gates) argv.push_back("--first-red");
-    argv.insert(argv.end(), r_.gates.begin(), r_.gates.end());
-    const ProcessResult p = run_process(argv, o_.timeout_s);
+    if (sanitizer) argv.insert(argv.end(), sanitizer->prefix.begin(), sanitizer->prefix.end());
+    for (auto& word : gate_run(report, sanitizer ? sanitizer->binary : std::string()))
+      argv.push_back(std::move(word));
+    if (m.id > 0) argv.insert(argv.end(), {"--mutant", std::to_string(m.id)});
+    if (!o_.all_gates && m.id > 0) argv.push_back("--first-red");
+    const std::vector<std::string>& gates = sanitizer ? sanitizer->gates : r_.gates;
+    argv.insert(argv.end(), gates.begin(), gates.end());
+    const double timeout_s = sanitizer ? sanitizer->timeout_s : o_.timeout_s;
+    const ProcessResult p = run_process(argv, timeout_s);
     MutantRun run;
+    if (sanitizer) run.finding = sanitizer_finding(p.log, p.exit_code, p.signal);
     run.exit_code = p.exit_code;
     run.signal = p.signal;
     run.timed_out = p.timed_out;
     run.seconds = p.seconds;
-    run.timeout_s = o_.timeout_s;
+    run.timeout_s = timeout_s;
     run.tail = p.tail(4);
     std::error_code missing;
     if (!p.timed_out && fs::exists(report, missing)) {
@@ -625,6 +826,12 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
                         {"points_reached", result.points_reached},
                         {"problems", b ? b->problems : std::vector<std::string>{}},
                         {"gate_order", result.gates}};
+  const MutateResult::SanitizePass& sp = result.sanitize;
+  header["sanitize"] = {{"ran", sp.ran},         {"tools", sp.tools},
+                        {"gates", sp.gates},     {"baseline_clean", sp.baseline_clean},
+                        {"problem", sp.problem}, {"rerun", sp.rerun},
+                        {"killed", sp.killed},   {"build_seconds", sp.build_seconds},
+                        {"seconds", sp.seconds}};
   header["tree"] = {{"top", result.source_top.string()},
                     {"tracked_files", result.tracked_files},
                     {"unchanged", result.tree_changes.empty()},
@@ -676,6 +883,8 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
          {"margin", number(o.margin)},
          {"gatesRun", o.gates_run},
          {"changedOutputs", o.changed_outputs},
+         {"sanitizer", o.sanitizer},
+         {"sanitizerFinding", o.sanitizer_finding},
          {"seconds", o.seconds}});
   }
   return stryker_envelope(result.source_top, std::move(files), std::move(header), 95, 80);
@@ -738,6 +947,14 @@ void print_mutate_report(const json& report, bool all_mutants) {
   fmt::print("baseline {} gates, {} green, {:.0f} s, {} mutant points reached  {}\n",
              base.value("gates", 0), base.value("clean_green", 0), base.value("seconds", 0.0),
              base.value("points_reached", 0), base.value("ok", false) ? "ok" : "FAILED");
+  const json& sanitize = d.value("sanitize", json::object());
+  if (sanitize.value("ran", false))
+    fmt::print("sanitize {} undetected mutants again under {}, on {} gates: {} killed{}\n",
+               sanitize.value("rerun", 0), sanitize.value("tools", "?"),
+               sanitize.value("gates", json::array()).size(), sanitize.value("killed", 0),
+               sanitize.value("problem", "").empty()
+                   ? ""
+                   : fmt::format("  FAILED: {}", sanitize.value("problem", "")));
   fmt::print(
       "tree     {} tracked files {}\n\n", d["tree"].value("tracked_files", 0),
       d["tree"].value("unchanged", false) ? "unchanged (hashed before and after)" : "CHANGED");

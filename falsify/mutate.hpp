@@ -77,6 +77,8 @@ struct MutantOutcome {
   int gates_run = 0;
   std::vector<std::string> changed_outputs;  // a survivor's gates whose outputs differ
   double seconds = 0.0;
+  // the sanitizer pass (--sanitize): its tool and what it found ("" clean)
+  std::string sanitizer, sanitizer_finding;
 };
 
 // What a child `gate run --mutant ID` left: how it ended and, when it wrote
@@ -88,11 +90,24 @@ struct MutantRun {
   std::string tail;
   std::optional<nlohmann::json> report;  // null: none, or not readable
   std::string report_problem;
+  std::string finding;  // under a sanitizer: what it reported ("" none)
 };
 // The status of a reached mutant from its run, against the baseline's output
 // digests (gate -> outputs_sha256).
 MutantOutcome judge_mutant(const Mutant& mutant, const MutantRun& run,
                            const std::map<std::string, std::string>& baseline_digests);
+
+// The first error a sanitizer printed in `log`, as "kind: line" ("" none):
+// AddressSanitizer's and UBSan's ERROR and runtime error lines, a failed
+// assertion (Eigen's bounds checks), compute-sanitizer's memcheck, racecheck
+// and synccheck errors. `exit_code` 86 is the sanitizers' exit code here: a
+// run that exits with it and prints nothing known is still a finding.
+std::string sanitizer_finding(const std::string& log, int exit_code, int signal);
+inline constexpr int kSanitizerExitCode = 86;
+// A mutant that went undetected (Survived, NoEffect), run again under a
+// sanitizer: Killed (by the sanitizer, or by a gate red there), else as it was.
+MutantOutcome judge_sanitized(const MutantOutcome& before, const MutantRun& run,
+                              const std::string& tool);
 
 // Which mutants a run takes: those of `ids` (all when empty; an unknown id is
 // an InputError), then shard i of n (by list order), then at most `max`
@@ -131,6 +146,14 @@ struct MutateOptions {
   // mutate a copy of the working tree as it is (uncommitted edits too), not a
   // worktree of HEAD (a tree without .git is always copied)
   bool working_tree = false;
+  // the undetected mutants (Survived, NoEffect) run again under a sanitizer:
+  // CPU backends in a build under ASan + UBSan with Eigen's asserts on; CUDA
+  // backends under compute-sanitizer (memcheck; racecheck and synccheck too
+  // where the mutant deletes a barrier); on the gates of sanitize_globs
+  // (empty: every gate of the run)
+  bool sanitize = false;
+  std::vector<std::string> sanitize_globs;
+  std::string compute_sanitizer = "compute-sanitizer";
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
 
@@ -143,6 +166,13 @@ struct MutateResult : RunRecord {  // RunRecord::outcomes stays empty
   int build_rounds = 0;
   double build_seconds = 0.0, baseline_seconds = 0.0;
   int points_reached = 0;
+  struct SanitizePass {
+    bool ran = false, baseline_clean = false;
+    std::string tools, problem;
+    int rerun = 0, killed = 0;
+    std::vector<std::string> gates;
+    double build_seconds = 0.0, seconds = 0.0;
+  } sanitize;
   bool passed() const;  // baseline green, tree unchanged, not interrupted
 };
 

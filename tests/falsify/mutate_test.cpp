@@ -166,6 +166,78 @@ TEST(MutateJudge, EachStatusFromTheChildsExitAndReport) {
   EXPECT_EQ(judge_mutant(m, exit_one_all_green, kBaseline).status, MutantStatus::runtime_error);
 }
 
+TEST(MutateSanitize, EachToolsFirstErrorLineIsAFinding) {
+  EXPECT_EQ(sanitizer_finding("gate ok\n==4242==ERROR: AddressSanitizer: heap-buffer-overflow on "
+                              "address 0x6020 at pc 0x55\nREAD of size 4\n",
+                              kSanitizerExitCode, 0),
+            "AddressSanitizer: ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6020 at "
+            "pc 0x55");
+  EXPECT_EQ(sanitizer_finding("kernels/cpu/chunk.cpp:20:5: runtime error: index 17 out of bounds "
+                              "for type 'float [16]'\n",
+                              kSanitizerExitCode, 0),
+            "UndefinedBehaviorSanitizer: kernels/cpu/chunk.cpp:20:5: runtime error: index 17 out "
+            "of bounds for type 'float [16]'");
+  EXPECT_EQ(sanitizer_finding("deltaproof: Eigen/src/Core/Block.h:122: Block: Assertion `startRow "
+                              ">= 0' failed.\n",
+                              -1, 6)
+                .rfind("assertion: deltaproof: Eigen/src/Core/Block.h:122", 0),
+            0u);
+  EXPECT_EQ(sanitizer_finding("========= COMPUTE-SANITIZER\n========= Invalid __local__ write of "
+                              "size 4 bytes\n=========     at chunk_intra_kernel+0x1f0\n",
+                              kSanitizerExitCode, 0),
+            "memcheck: Invalid __local__ write of size 4 bytes");
+  EXPECT_EQ(sanitizer_finding("========= Error: Race reported between Write access at "
+                              "chunk_kernel+0x30\n",
+                              kSanitizerExitCode, 0),
+            "racecheck: Error: Race reported between Write access at chunk_kernel+0x30");
+  EXPECT_EQ(sanitizer_finding("========= Barrier error detected. Divergent thread(s) in warp\n",
+                              kSanitizerExitCode, 0),
+            "synccheck: Barrier error detected. Divergent thread(s) in warp");
+  // the error exit code with nothing known printed is still a finding
+  EXPECT_NE(sanitizer_finding("something else\n", kSanitizerExitCode, 0), "");
+  // a clean run, and a red gate's exit 1, are none
+  EXPECT_EQ(
+      sanitizer_finding("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", 0, 0),
+      "");
+  EXPECT_EQ(sanitizer_finding("gate gdn2... FAIL\n", 1, 0), "");
+}
+
+TEST(MutateSanitize, AnUndetectedMutantIsKilledByAFindingOrARedGateElseKeepsItsStatus) {
+  const Mutant m = some_mutants(1).front();
+  MutantRun first;
+  first.exit_code = 0;
+  first.report = child_report(false, "bbbb");
+  const MutantOutcome survived = judge_mutant(m, first, kBaseline);
+  ASSERT_EQ(survived.status, MutantStatus::survived);
+
+  MutantRun found;  // ASan stopped the run: no report, exit 86
+  found.exit_code = kSanitizerExitCode;
+  found.finding = "AddressSanitizer: ERROR: AddressSanitizer: heap-buffer-overflow";
+  MutantOutcome o = judge_sanitized(survived, found, "asan");
+  EXPECT_EQ(o.status, MutantStatus::killed);
+  EXPECT_EQ(o.killer_gate, "asan");
+  EXPECT_EQ(o.killer_term, "AddressSanitizer");
+  EXPECT_EQ(o.killed_by, std::vector<std::string>{"asan"});
+  EXPECT_EQ(o.sanitizer, "asan");
+  EXPECT_NE(o.reason.find("Survived on the outputs alone"), std::string::npos) << o.reason;
+
+  MutantRun red;  // a gate red under the sanitizer kills it too
+  red.exit_code = 1;
+  red.report = child_report(true, "cccc");
+  o = judge_sanitized(survived, red, "memcheck");
+  EXPECT_EQ(o.status, MutantStatus::killed);
+  EXPECT_EQ(o.killer_gate, "gdn2.cpu-chunk.t64-c16.bwd");
+  EXPECT_TRUE(o.sanitizer_finding.empty());
+
+  MutantRun clean;
+  clean.exit_code = 0;
+  clean.report = child_report(false, "bbbb");
+  o = judge_sanitized(survived, clean, "asan");
+  EXPECT_EQ(o.status, MutantStatus::survived);
+  EXPECT_NE(o.reason.find("clean under asan"), std::string::npos) << o.reason;
+  EXPECT_EQ(o.sanitizer, "asan");
+}
+
 TEST(MutateScore, KilledOverKilledPlusSurvivedNoEffectSetAside) {
   std::vector<MutantOutcome> outcomes(6);
   outcomes[0].status = outcomes[1].status = outcomes[2].status = MutantStatus::killed;
