@@ -14,8 +14,8 @@
 #   --compile-commands build/compile_commands.json > .carry/mutants-cpu.json
 #   start  builds deltaproof and starts the run in its own session (it outlives
 #          the device call), logging to /tmp/mutate/run.log
-#   wait   waits (at most 9 minutes) for it, then copies the log and the
-#          report (/tmp/mutate/report.json) to OUT_DIR
+#   wait   waits (at most WAIT_S seconds, default 540) for it, then copies the
+#          log and the report (/tmp/mutate/report.json) to OUT_DIR
 # DELTAPROOF_GIT_COMMIT names the commit in the report; CUDA=ON builds this
 # deltaproof with its CUDA backends (for --backend cuda-chunk), default OFF.
 set -uo pipefail
@@ -42,7 +42,7 @@ if [[ $verb == start ]]; then
   tail -n 5 /tmp/mutate/run.log
   exit 0
 fi
-for _ in $(seq 540); do
+for _ in $(seq "${WAIT_S:-540}"); do
   pgrep -f 'deltaproof falsify mutate' >/dev/null || break
   sleep 1
 done
