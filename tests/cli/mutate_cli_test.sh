@@ -30,7 +30,7 @@ cd "$src" || exit 2
 tree_guard
 
 files=(kernels/cpu/backends.cpp kernels/cpu/chunk.cpp kernels/precision.hpp)
-operators=arith,delete,constant,index,step
+operators=arith,delete,constant,index,relational,step
 # the ids, listed as the run lists them (same files, same operators; the run
 # lists HEAD's, which CI's fresh clone is)
 python3 falsify/mutants.py list "${files[@]}" --operators "$operators" \
