@@ -3,15 +3,13 @@
 # `deltaproof falsify mutate` end to end, on mutants chosen for what they must
 # be reported as (each status seen, issue 16):
 #   Killed        the call that writes a sequence's outputs, deleted
-#   Survived      takes_operands() (kernels/precision.hpp) with != turned ==:
-#                 the bf16 kernel no longer rounds its products' operands, so
-#                 its outputs move, but only toward the oracle: the bf16 gates
-#                 stay green (an f32 kernel "rounds" to f32, a no-op). Triage: a
-#                 precision-contract gap, deterministic
-#   Survived|NoEffect|Killed  chunk_slice's V taking one row too many, the
-#                 full run's one CPU survivor (reports/gpu/717e845): on a
-#                 one-row chunk it reads past the matrix, and what it reads
-#                 there moves the outputs or not
+#   Survived      (or NoEffect) chunk_slice's V taking one row too many, the
+#                 full run's one CPU survivor (reports/gpu/717e845): on a one-row
+#                 chunk it reads past the matrix, and whether the bits it reads
+#                 move the outputs depends on the memory there (Survived in the
+#                 full run, NoEffect alone); a survivor every run reproduces is
+#                 still to be found, so Survived is judged in
+#                 tests/falsify/mutate_test.cpp from a child's report
 #   NoEffect      parallel_for's thread count 0 -> 1: the same bits
 #   NoCoverage    the partial-chunk fault's row count (its fault is off)
 #   CompileError  a matrix product turned into a division (Eigen refuses it)
@@ -29,8 +27,8 @@ cd "$src" || exit 2
 
 tree_guard
 
-files=(kernels/cpu/backends.cpp kernels/cpu/chunk.cpp kernels/precision.hpp)
-operators=arith,delete,constant,index,relational,step
+files=(kernels/cpu/backends.cpp kernels/cpu/chunk.cpp)
+operators=arith,delete,constant,index,step
 # the ids, listed as the run lists them (same files, same operators; the run
 # lists HEAD's, which CI's fresh clone is)
 python3 falsify/mutants.py list "${files[@]}" --operators "$operators" \
@@ -51,10 +49,9 @@ killed = one(lambda m: back(m) and m["operator"] == "delete"
              and m["original"].startswith("scatter_head(s, r, result"), "killed")
 v_line = next(n for n, text in enumerate(open("kernels/cpu/chunk.cpp"), 1)
               if "c.V = x.V.middleRows(start, length);" in text)
-v_slice = one(lambda m: m["file"].endswith("chunk.cpp") and m["line"] == v_line
-              and m["original"] == "length" and m["replacement"] == "(length) + 1", "V slice")
-survived = one(lambda m: m["file"].endswith("precision.hpp") and m["function"] == "takes_operands"
-               and m["original"] == "!=", "survived")
+survived = one(lambda m: m["file"].endswith("chunk.cpp") and m["line"] == v_line
+               and m["original"] == "length" and m["replacement"] == "(length) + 1",
+               "survived")
 no_effect = one(lambda m: back(m) and m["operator"] == "constant" and m["line"] == next(
     x["line"] for x in mutants if x["original"].startswith("parallel_for(count, 0"))
     and m["replacement"] == "1", "no effect")
@@ -72,31 +69,31 @@ compile_error = [m["id"] for m in mutants if m["file"].endswith("chunk.cpp")
                  and m["schema"] and m["schema"]["kind"] != "expression"][:6]
 if not compile_error:
     sys.exit("no matrix product to divide")
-print(f"killed={killed} survived={survived} v_slice={v_slice} no_effect={no_effect} no_coverage={no_coverage} "
+print(f"killed={killed} survived={survived} no_effect={no_effect} no_coverage={no_coverage} "
       f"timeout={timeout} compile_error={','.join(map(str, compile_error))}")
 EOF
 source "$work/ids.env"
-echo "mutants: killed $killed, survived $survived, V slice $v_slice, no effect $no_effect, no coverage $no_coverage," \
+echo "mutants: killed $killed, survived $survived, no effect $no_effect, no coverage $no_coverage," \
   "timeout $timeout, compile error among $compile_error"
 
 expect 0 'mutants in kernels/cpu/backends.cpp' 'build round 2' 'baseline: 3 gates' \
   'mutation score' '^verdict PASS' -- \
   falsify mutate "${files[@]}" --operators "$operators" --source "$src" \
-  --ids "$killed,$survived,$v_slice,$no_effect,$no_coverage,$timeout,$compile_error" \
+  --ids "$killed,$survived,$no_effect,$no_coverage,$timeout,$compile_error" \
   --backend cpu-chunk --gates 'gdn2.cpu-chunk.t32-c16-bf16.*' \
   --gates 'kda.cpu-chunk.t1-c16-k64-stress.fwd' --timeout 20 \
   --report "$work/mutate.json"
 if python3 - "$work/mutate.json" "$killed" "$survived" "$no_effect" "$no_coverage" "$timeout" \
-  "$compile_error" "$v_slice" <<'EOF'; then
+  "$compile_error" <<'EOF'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 status = {int(m["id"]): m["deltaproofStatus"]
           for f in r["files"].values() for m in f["mutants"]}
-want = {int(sys.argv[2]): "Killed", int(sys.argv[3]): "Survived", int(sys.argv[4]): "NoEffect",
+want = {int(sys.argv[2]): "Killed", int(sys.argv[4]): "NoEffect",
         int(sys.argv[5]): "NoCoverage", int(sys.argv[6]): "Timeout"}
 for i, s in want.items():
     assert status.get(i) == s, f"mutant {i}: {status.get(i)}, want {s}"
-assert status.get(int(sys.argv[8])) in ("Survived", "NoEffect", "Killed"), status.get(int(sys.argv[8]))
+assert status.get(int(sys.argv[3])) in ("Survived", "NoEffect"), status.get(int(sys.argv[3]))
 refused = [status[int(i)] for i in sys.argv[7].split(",")]
 assert "CompileError" in refused, refused
 stryker = {m["id"]: m["status"] for f in r["files"].values() for m in f["mutants"]}
@@ -112,12 +109,8 @@ else
 fi
 check_tree "after a mutation run"
 
-expect 0 "Survived m$survived kernels/precision.hpp" \
-  '  - .*return operands && precision != Precision::f32;' \
-  '  \+ .*return operands && precision == Precision::f32;' 'killed / \(killed \+ survived\)' -- \
-  report show "$work/mutate.json"
-expect 0 "m$v_slice kernels/cpu/chunk.cpp" '  - +c.V = x.V.middleRows\(start, length\);' \
-  '  \+ +c.V = x.V.middleRows\(start, \(length\) \+ 1\);' -- \
+expect 0 "m$survived kernels/cpu/chunk.cpp" '  - +c.V = x.V.middleRows\(start, length\);' \
+  '  \+ +c.V = x.V.middleRows\(start, \(length\) \+ 1\);' 'killed / \(killed \+ survived\)' -- \
   report show "$work/mutate.json" --all-gates
 expect 0 "Killed m$killed" "Timeout m$timeout" -- report show "$work/mutate.json" --all-gates
 
