@@ -110,7 +110,7 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
   a.mutate->add_flag("--sanitize", a.sanitize,
                      "run the undetected mutants again under a sanitizer: CPU backends under "
                      "ASan + UBSan with Eigen's asserts (a second build), CUDA backends under "
-                     "compute-sanitizer memcheck (racecheck and synccheck for a barrier deleted)");
+                     "compute-sanitizer memcheck (and racecheck for a barrier deleted)");
   a.mutate->add_option("--sanitize-gates", a.sanitize_gates,
                        "the gates (globs) of the sanitizer pass (default: every gate of the run)");
   a.mutate->add_option("--compute-sanitizer", a.compute_sanitizer, "compute-sanitizer to run")
@@ -351,8 +351,6 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
     fmt::print("verdict FAIL: the score is below --min-score {:.1f}%\n", 100 * a.min_score);
     return 1;
   }
-  if (!result.sanitize.problem.empty())
-    fmt::print("the sanitizer pass stopped: {}\n", result.sanitize.problem);
   if (!result.sanitize.problem.empty())
     fmt::print("the sanitizer pass stopped: {}\n", result.sanitize.problem);
   fmt::print("verdict {}\n", result.passed() ? "PASS" : "FAIL");

@@ -614,7 +614,7 @@ class Mutator {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     };
     if (cuda()) {
-      pass.tools = "compute-sanitizer memcheck; racecheck and synccheck on barrier deletions";
+      pass.tools = "compute-sanitizer memcheck; racecheck on barrier deletions";
       memory = {"memcheck",
                 {o_.compute_sanitizer, "--tool", "memcheck", "--error-exitcode",
                  std::to_string(kSanitizerExitCode), "--print-limit", "4"},

@@ -148,7 +148,7 @@ struct MutateOptions {
   bool working_tree = false;
   // the undetected mutants (Survived, NoEffect) run again under a sanitizer:
   // CPU backends in a build under ASan + UBSan with Eigen's asserts on; CUDA
-  // backends under compute-sanitizer (memcheck; racecheck and synccheck too
+  // backends under compute-sanitizer (memcheck; racecheck too
   // where the mutant deletes a barrier); on the gates of sanitize_globs
   // (empty: every gate of the run)
   bool sanitize = false;
