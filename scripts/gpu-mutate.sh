@@ -16,6 +16,7 @@
 #          the device call), logging to /tmp/mutate/run.log
 #   wait   waits (at most WAIT_S seconds, default 540) for it, then copies the
 #          log and the report (/tmp/mutate/report.json) to OUT_DIR
+# PARALLEL sets how many mutants run at once (default 8).
 # DELTAPROOF_GIT_COMMIT names the commit in the report; CUDA=ON builds this
 # deltaproof with its CUDA backends (for --backend cuda-chunk), default OFF.
 set -uo pipefail
@@ -35,7 +36,7 @@ if [[ $verb == start ]]; then
   }
   pkill -f 'deltaproof falsify mutate' && sleep 2
   setsid nohup build/bin/deltaproof falsify mutate --source . --fixtures fixtures --working-tree \
-    --jobs "$(nproc)" --parallel 8 --report /tmp/mutate/report.json "$@" \
+    --jobs "$(nproc)" --parallel "${PARALLEL:-8}" --report /tmp/mutate/report.json "$@" \
     >/tmp/mutate/run.log 2>&1 </dev/null &
   echo "started: $*"
   sleep 20
