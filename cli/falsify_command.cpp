@@ -107,6 +107,9 @@ void add_falsify_command(CLI::App& app, FalsifyArguments& a) {
       ->add_option("--mutants", a.mutants_list,
                    "mutants.py's list made beforehand (a machine without libclang)")
       ->check(CLI::ExistingFile);
+  a.mutate->add_option("--journal", a.journal,
+                       "append each mutant's result to FILE as it ends; the results FILE holds "
+                       "already (a run cut short) are taken, those mutants not run again");
   a.mutate->add_flag("--sanitize", a.sanitize,
                      "run the undetected mutants again under a sanitizer: CPU backends under "
                      "ASan + UBSan with Eigen's asserts (a second build), CUDA backends under "
@@ -325,6 +328,7 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
   options.working_tree = a.working_tree;
   options.mutants_list = a.mutants_list;
   options.sanitize = a.sanitize;
+  options.journal = a.journal;
   options.sanitize_globs = a.sanitize_gates;
   options.compute_sanitizer = a.compute_sanitizer;
   options.progress = progress;
@@ -340,9 +344,12 @@ int mutate(const FalsifyArguments& a, const std::string& command_line) {
     if (n.is_number_integer() && n.get<int>() > 0)
       counts.push_back(fmt::format("{} {}", n.get<int>(), status));
   fmt::print(
-      "\n{} of {} mutants ran: {}; {} tracked files {} ({:.0f} s)\n", result.mutants.size(),
-      result.mutants_found, counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")),
-      result.tracked_files, result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
+      "\n{} of {} mutants ran{}: {}; {} tracked files {} ({:.0f} s)\n", result.mutants.size(),
+      result.mutants_found,
+      result.from_journal ? fmt::format(" ({} results from the journal)", result.from_journal)
+                          : std::string(),
+      counts.empty() ? "none" : fmt::format("{}", fmt::join(counts, ", ")), result.tracked_files,
+      result.tree_changes.empty() ? "unchanged" : "CHANGED", result.seconds);
   if (const int code = stopped_early(result, "mutation run", "no mutant ran")) return code;
   const double score = falsify::score_of(result.mutants).score();
   fmt::print("mutation score {} = killed / (killed + survived), NoEffect set aside\n",

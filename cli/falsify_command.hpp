@@ -48,6 +48,7 @@ struct FalsifyArguments {
   int parallel = 1;
   bool working_tree = false;
   std::string mutants_list;
+  std::string journal;  // falsify mutate --journal
   bool sanitize = false;
   std::vector<std::string> sanitize_gates;
   std::string compute_sanitizer = "compute-sanitizer";

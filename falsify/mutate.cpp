@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -266,6 +267,138 @@ Score score_of(const std::vector<MutantOutcome>& outcomes) {
   return s;
 }
 
+// ---- the journal -------------------------------------------------------------
+
+namespace {
+
+constexpr std::pair<JournalPhase, std::string_view> kJournalPhaseNames[] = {
+    {JournalPhase::gates, "gates"}, {JournalPhase::sanitize, "sanitize"}};
+
+}  // namespace
+
+json journal_header(const MutateOptions& options) {
+  return {{"journal", kMutateJournalFormat},
+          {"files", options.files},
+          {"backends", options.backends},
+          {"gate_globs", options.gate_globs},
+          {"first_red", !options.all_gates},
+          {"timeout_s", options.timeout_s},
+          {"sanitize_globs", options.sanitize_globs}};
+}
+
+json journal_line(const MutantOutcome& o, JournalPhase phase) {
+  return {{"id", o.mutant.id},
+          {"phase", name_of(kJournalPhaseNames, phase)},
+          {"file", o.mutant.file},
+          {"line", o.mutant.line},
+          {"original", o.mutant.original},
+          {"replacement", o.mutant.replacement},
+          {"status", mutant_status_name(o.status)},
+          {"reason", o.reason},
+          {"gate", o.killer_gate},
+          {"term", o.killer_term},
+          {"margin", number(o.margin)},
+          {"killedBy", o.killed_by},
+          {"gatesRun", o.gates_run},
+          {"changedOutputs", o.changed_outputs},
+          {"seconds", o.seconds},
+          {"sanitizer", o.sanitizer},
+          {"sanitizerFinding", o.sanitizer_finding}};
+}
+
+Journal read_journal(const fs::path& path, const json& header, const std::vector<Mutant>& all) {
+  Journal journal;
+  std::error_code missing;
+  if (!fs::exists(path, missing)) return journal;
+  std::map<int, const Mutant*> by_id;
+  for (const auto& m : all) by_id[m.id] = &m;
+  const std::string text = read_text(path);
+  std::istringstream in(text);
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.empty()) continue;
+    const auto where = [&](const std::string& problem) {
+      return InputError(fmt::format("journal {}, line {}: {}", path.string(), number, problem));
+    };
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error&) {
+      if (number == 1) throw where("not JSON");
+      ++journal.cut_lines;  // a run ended while it wrote the line
+      continue;
+    }
+    if (number == 1) {
+      if (!j.is_object() || j.value("journal", "") != kMutateJournalFormat)
+        throw where(fmt::format("not a journal of falsify mutate (no \"journal\": \"{}\")",
+                                kMutateJournalFormat));
+      for (const auto& [key, ours] : header.items())
+        if (key != "journal" && j.value(key, json()) != ours)
+          throw where(
+              fmt::format("it was written by a run whose {} was {}; this run's is {} (give another "
+                          "--journal, or the set-up that wrote it)",
+                          key, j.value(key, json()).dump(), ours.dump()));
+      continue;
+    }
+    try {
+      const int id = j.at("id").get<int>();
+      const auto it = by_id.find(id);
+      if (it == by_id.end()) throw where(fmt::format("mutant {} is not in this run's list", id));
+      const Mutant& m = *it->second;
+      if (j.at("file").get<std::string>() != m.file || j.at("line").get<int>() != m.line ||
+          j.at("original").get<std::string>() != m.original ||
+          j.at("replacement").get<std::string>() != m.replacement)
+        throw where(fmt::format(
+            "mutant {} is {}:{} '{}' -> '{}' there but {}:{} '{}' -> '{}' in this run's list "
+            "(the journal was written from another list)",
+            id, j.at("file").get<std::string>(), j.at("line").get<int>(),
+            j.at("original").get<std::string>(), j.at("replacement").get<std::string>(), m.file,
+            m.line, m.original, m.replacement));
+      MutantOutcome o;
+      o.mutant = m;
+      o.status = parse_mutant_status(j.at("status").get<std::string>());
+      o.reason = j.value("reason", "");
+      o.killer_gate = j.value("gate", "");
+      o.killer_term = j.value("term", "");
+      o.margin = j.contains("margin") && j["margin"].is_number() ? j["margin"].get<double>()
+                                                                 : std::nan("");
+      o.killed_by = j.value("killedBy", std::vector<std::string>{});
+      o.gates_run = j.value("gatesRun", 0);
+      o.changed_outputs = j.value("changedOutputs", std::vector<std::string>{});
+      o.seconds = j.value("seconds", 0.0);
+      o.sanitizer = j.value("sanitizer", "");
+      o.sanitizer_finding = j.value("sanitizerFinding", "");
+      const JournalPhase phase =
+          value_of(kJournalPhaseNames, j.at("phase").get<std::string>(), "journal phase");
+      (phase == JournalPhase::gates ? journal.gates : journal.sanitize)[id] = std::move(o);
+      ++journal.results;
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw where(fmt::format("not a mutant's result: {}", e.what()));
+    }
+  }
+  return journal;
+}
+
+void append_journal(const fs::path& path, const json& header, const json& line) {
+  std::error_code missing;
+  const bool fresh = !fs::exists(path, missing) || fs::file_size(path, missing) == 0;
+  bool needs_newline = false;
+  if (!fresh) {  // a line cut short by the end of an earlier run is closed first
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(-1, std::ios::end);
+    needs_newline = in.get() != '\n';
+  }
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  if (fresh) out << header.dump() << '\n';
+  if (needs_newline) out << '\n';
+  out << line.dump() << '\n';
+  out.flush();
+  if (!out) throw InputError(fmt::format("cannot append to the journal {}", path.string()));
+}
+
 bool MutateResult::passed() const {
   return baseline_ok && !interrupted && tree_changes.empty() && sanitize.problem.empty();
 }
@@ -289,6 +422,13 @@ class Mutator {
     configure();
     const std::vector<Mutant> chosen = list();
     if (chosen.empty()) return;
+    if (!o_.journal.empty()) {
+      journal_ = read_journal(o_.journal, journal_header(o_), all_);
+      o_.progress(fmt::format(
+          "journal {}: {} results{}", o_.journal.string(), journal_.results,
+          journal_.cut_lines ? fmt::format(" ({} lines cut short, left out)", journal_.cut_lines)
+                             : std::string()));
+    }
     build();
     if (binary_.empty()) return;
     baseline();
@@ -308,6 +448,19 @@ class Mutator {
   std::string binary_;
   std::set<int> reached_;
   std::map<std::string, std::string> digests_;
+  std::vector<Mutant> all_;  // the list, every mutant of the files
+  Journal journal_;
+
+  // The journal's result of `m` in `phase`, if it holds one.
+  const MutantOutcome* journaled(const Mutant& m, JournalPhase phase) const {
+    const auto& results = phase == JournalPhase::gates ? journal_.gates : journal_.sanitize;
+    const auto it = results.find(m.id);
+    return it == results.end() ? nullptr : &it->second;
+  }
+  void record(const MutantOutcome& out, JournalPhase phase) {  // under progress_mutex_
+    if (!o_.journal.empty())
+      append_journal(o_.journal, journal_header(o_), journal_line(out, phase));
+  }
 
   fs::path tree() const { return worktree_ ? worktree_->tree() : copy_.path() / "tree"; }
   fs::path scratch() const { return worktree_ ? worktree_->scratch() : copy_.path(); }
@@ -374,8 +527,9 @@ class Mutator {
   std::vector<Mutant> list() {
     const json list = listed_mutants();
     for (const auto& m : list) raw_[m.value("id", 0)] = m;
-    const std::vector<Mutant> all = parse_mutants(
+    all_ = parse_mutants(
         list, o_.mutants_list.empty() ? "falsify/mutants.py list" : o_.mutants_list.string());
+    const std::vector<Mutant>& all = all_;
     for (const auto& m : all)
       if (std::find(o_.files.begin(), o_.files.end(), m.file) == o_.files.end())
         throw InputError(fmt::format("mutant {} is in {}, which is not among the files ({})", m.id,
@@ -567,17 +721,30 @@ class Mutator {
     const std::vector<Mutant> reached = keep_only(
         in_build_, [&](const Mutant& m) { return reached_.count(m.id) > 0; },
         MutantStatus::no_coverage, "no gate reaches it (the baseline's coverage)");
-    o_.progress(fmt::format("{} mutants to run, {} at once; {} NoCoverage", reached.size(),
-                            o_.parallel, in_build_.size() - reached.size()));
-    std::vector<MutantOutcome> outcomes(reached.size());
+    std::vector<Mutant> to_run;
+    for (const auto& m : reached) {
+      if (const MutantOutcome* known = journaled(m, JournalPhase::gates)) {
+        r_.mutants.push_back(*known);
+        ++r_.from_journal;
+      } else {
+        to_run.push_back(m);
+      }
+    }
+    o_.progress(fmt::format("{} mutants to run, {} at once; {} NoCoverage{}", to_run.size(),
+                            o_.parallel, in_build_.size() - reached.size(),
+                            r_.from_journal
+                                ? fmt::format("; {} done already (the journal)", r_.from_journal)
+                                : std::string()));
+    std::vector<MutantOutcome> outcomes(to_run.size());
     std::size_t done = 0;
-    parallel_for(static_cast<int>(reached.size()), o_.parallel, [&](int i) {
+    parallel_for(static_cast<int>(to_run.size()), o_.parallel, [&](int i) {
       throw_if_interrupted();
-      const Mutant& m = reached[static_cast<std::size_t>(i)];
+      const Mutant& m = to_run[static_cast<std::size_t>(i)];
       MutantOutcome out = judge_mutant(m, run_child(m), digests_);
       const std::lock_guard<std::mutex> lock(progress_mutex_);
+      record(out, JournalPhase::gates);
       o_.progress(fmt::format(
-          "[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", ++done, reached.size(), m.id, m.file, m.line,
+          "[{}/{}] m{:<4} {}:{} {:<10} {:<12} {}", ++done, to_run.size(), m.id, m.file, m.line,
           m.op, mutant_status_name(out.status),
           out.status == MutantStatus::killed
               ? fmt::format("{} {} ({:.1f} s)", out.killer_gate, out.killer_term, out.seconds)
@@ -670,15 +837,26 @@ class Mutator {
     o_.progress(fmt::format("sanitizer pass: {} undetected mutants again, under {}",
                             undetected.size(), pass.tools));
     std::size_t done = 0;
-    parallel_for(static_cast<int>(undetected.size()), o_.parallel, [&](int k) {
+    std::vector<std::size_t> to_run;
+    for (std::size_t i : undetected) {
+      if (const MutantOutcome* known = journaled(r_.mutants[i].mutant, JournalPhase::sanitize))
+        r_.mutants[i] = *known;
+      else
+        to_run.push_back(i);
+    }
+    if (to_run.size() < undetected.size())
+      o_.progress(
+          fmt::format("  {} done already (the journal)", undetected.size() - to_run.size()));
+    parallel_for(static_cast<int>(to_run.size()), o_.parallel, [&](int k) {
       throw_if_interrupted();
-      MutantOutcome& out = r_.mutants[undetected[static_cast<std::size_t>(k)]];
+      MutantOutcome& out = r_.mutants[to_run[static_cast<std::size_t>(k)]];
       MutantOutcome judged = judge_sanitized(out, run_child(out.mutant, &memory), memory.tool);
       if (judged.status != MutantStatus::killed && cuda() && deletes_barrier(out.mutant))
         judged = judge_sanitized(judged, run_child(out.mutant, &barrier), barrier.tool);
       const std::lock_guard<std::mutex> lock(progress_mutex_);
+      record(judged, JournalPhase::sanitize);
       o_.progress(
-          fmt::format("[{}/{}] m{:<4} {}:{} {:<12} {}", ++done, undetected.size(), out.mutant.id,
+          fmt::format("[{}/{}] m{:<4} {}:{} {:<12} {}", ++done, to_run.size(), out.mutant.id,
                       out.mutant.file, out.mutant.line, mutant_status_name(judged.status),
                       judged.sanitizer_finding.empty() ? "clean" : judged.sanitizer_finding));
       out = std::move(judged);
@@ -815,6 +993,7 @@ json mutate_report(const MutateResult& result, const MutateOptions& options,
   header["ids"] = options.ids;
   header["timeout_s"] = options.timeout_s;
   header["first_red"] = !options.all_gates;
+  header["journal"] = {{"path", options.journal.string()}, {"results_taken", result.from_journal}};
   header["build"] = {{"rounds", result.build_rounds},
                      {"seconds", result.build_seconds},
                      {"jobs", options.build_jobs}};

@@ -154,8 +154,35 @@ struct MutateOptions {
   bool sanitize = false;
   std::vector<std::string> sanitize_globs;
   std::string compute_sanitizer = "compute-sanitizer";
+  // the journal: each mutant's result appended as it ends; the results it
+  // holds already are taken, those mutants not run again (empty: none)
+  std::filesystem::path journal;
   std::function<void(const std::string&)> progress = [](const std::string&) {};
 };
+
+// The journal (--journal F) keeps a long run's results through its end coming
+// early (a machine taken back, ^C, a timeout of the caller): one JSON line per
+// result as it comes, the run's phase (the gates, the sanitizer pass) with it.
+// A run given the journal again takes what it holds and runs only the rest.
+// Line 1 names what the results depend on (the files, the backends, the
+// gates, first red or all, the timeout, the sanitizer's gates); a journal of
+// another set-up, or of another list of mutants, is refused.
+inline constexpr const char* kMutateJournalFormat = "deltaproof-mutate-journal/1";
+enum class JournalPhase { gates, sanitize };
+nlohmann::json journal_header(const MutateOptions& options);
+nlohmann::json journal_line(const MutantOutcome& outcome, JournalPhase phase);
+struct Journal {
+  std::map<int, MutantOutcome> gates, sanitize;  // id -> its last result of each phase
+  int results = 0;
+  int cut_lines = 0;  // lines cut short by a run's end (not JSON), left out
+};
+// Reads `path` (a missing file: an empty journal); `all` is this run's list.
+// Throws InputError naming the file and the line.
+Journal read_journal(const std::filesystem::path& path, const nlohmann::json& header,
+                     const std::vector<Mutant>& all);
+// Appends `line` to `path` (writing `header` first in a new file) and flushes.
+void append_journal(const std::filesystem::path& path, const nlohmann::json& header,
+                    const nlohmann::json& line);
 
 struct MutateResult : RunRecord {  // RunRecord::outcomes stays empty
   std::string head;
@@ -166,6 +193,7 @@ struct MutateResult : RunRecord {  // RunRecord::outcomes stays empty
   int build_rounds = 0;
   double build_seconds = 0.0, baseline_seconds = 0.0;
   int points_reached = 0;
+  int from_journal = 0;  // results taken from the journal, not run
   struct SanitizePass {
     bool ran = false, baseline_clean = false;
     std::string tools, problem;

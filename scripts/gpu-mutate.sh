@@ -15,7 +15,11 @@
 #   start  builds deltaproof and starts the run in its own session (it outlives
 #          the device call), logging to /tmp/mutate/run.log
 #   wait   waits (at most WAIT_S seconds, default 540) for it, then copies the
-#          log and the report (/tmp/mutate/report.json) to OUT_DIR
+#          log, the journal and the report (/tmp/mutate/report.json) to OUT_DIR
+# The run keeps a journal (--journal /tmp/mutate/journal.jsonl): a run that
+# does not end within the call still brings back every result it got, and
+# JOURNAL=FILE (carried) starts a run from such a journal: the mutants it
+# holds are not run again, and the report covers them all.
 # PARALLEL sets how many mutants run at once (default 8).
 # DELTAPROOF_GIT_COMMIT names the commit in the report; CUDA=ON builds this
 # deltaproof with its CUDA backends (for --backend cuda-chunk), default OFF.
@@ -35,8 +39,11 @@ if [[ $verb == start ]]; then
     exit 1
   }
   pkill -f 'deltaproof falsify mutate' && sleep 2
+  rm -f /tmp/mutate/journal.jsonl /tmp/mutate/report.json
+  if [[ -n ${JOURNAL:-} ]]; then cp "$JOURNAL" /tmp/mutate/journal.jsonl || exit 1; fi
   setsid nohup build/bin/deltaproof falsify mutate --source . --fixtures fixtures --working-tree \
-    --jobs "$(nproc)" --parallel "${PARALLEL:-8}" --report /tmp/mutate/report.json "$@" \
+    --jobs "$(nproc)" --parallel "${PARALLEL:-8}" --report /tmp/mutate/report.json \
+    --journal /tmp/mutate/journal.jsonl "$@" \
     >/tmp/mutate/run.log 2>&1 </dev/null &
   echo "started: $*"
   sleep 20
@@ -49,5 +56,6 @@ for _ in $(seq "${WAIT_S:-540}"); do
 done
 cp /tmp/mutate/run.log "$out/run.log"
 [[ -f /tmp/mutate/report.json ]] && gzip -c /tmp/mutate/report.json >"$out/report.json.gz"
+[[ -f /tmp/mutate/journal.jsonl ]] && gzip -c /tmp/mutate/journal.jsonl >"$out/journal.jsonl.gz"
 tail -n 12 /tmp/mutate/run.log
 pgrep -f 'deltaproof falsify mutate' >/dev/null && echo "still running" || echo "finished"

@@ -14,10 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -236,6 +240,105 @@ TEST(MutateSanitize, AnUndetectedMutantIsKilledByAFindingOrARedGateElseKeepsItsS
   EXPECT_EQ(o.status, MutantStatus::survived);
   EXPECT_NE(o.reason.find("clean under asan"), std::string::npos) << o.reason;
   EXPECT_EQ(o.sanitizer, "asan");
+}
+
+// A temporary file's path, removed at the end of the test.
+struct TemporaryPath {
+  fs::path path = fs::temp_directory_path() /
+                  fmt::format("deltaproof-journal-{}-{}.jsonl", ::getpid(),
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TemporaryPath() { fs::remove(path); }
+  ~TemporaryPath() { fs::remove(path); }
+};
+
+MutantOutcome outcome(const Mutant& m, MutantStatus status) {
+  MutantOutcome o;
+  o.mutant = m;
+  o.status = status;
+  o.reason = "why";
+  o.killer_gate = status == MutantStatus::killed ? "gdn.cpu-chunk.t16.fwd" : "";
+  o.killed_by = {o.killer_gate};
+  o.margin = 3.5;
+  o.seconds = 1.25;
+  return o;
+}
+
+TEST(MutateJournal, ResultsComeBackAsTheyWentInTheLastOfEachPhaseWinning) {
+  TemporaryPath file;
+  const auto mutants = some_mutants(3);
+  MutateOptions options;
+  options.files = {"kernels/cpu/toy.cpp"};
+  const json header = journal_header(options);
+  EXPECT_EQ(read_journal(file.path, header, mutants).results, 0);  // none yet
+  append_journal(file.path, header,
+                 journal_line(outcome(mutants[0], MutantStatus::killed), JournalPhase::gates));
+  append_journal(file.path, header,
+                 journal_line(outcome(mutants[1], MutantStatus::no_effect), JournalPhase::gates));
+  MutantOutcome sanitized = outcome(mutants[1], MutantStatus::killed);
+  sanitized.sanitizer = "asan";
+  sanitized.sanitizer_finding = "AddressSanitizer: heap-buffer-overflow";
+  append_journal(file.path, header, journal_line(sanitized, JournalPhase::sanitize));
+  const Journal j = read_journal(file.path, header, mutants);
+  EXPECT_EQ(j.results, 3);
+  EXPECT_EQ(j.cut_lines, 0);
+  ASSERT_EQ(j.gates.size(), 2u);
+  EXPECT_EQ(j.gates.at(1).status, MutantStatus::killed);
+  EXPECT_EQ(j.gates.at(1).killer_gate, "gdn.cpu-chunk.t16.fwd");
+  EXPECT_EQ(j.gates.at(1).margin, 3.5);
+  EXPECT_EQ(j.gates.at(1).mutant.replacement, "-");
+  EXPECT_EQ(j.gates.at(2).status, MutantStatus::no_effect);
+  ASSERT_EQ(j.sanitize.size(), 1u);
+  EXPECT_EQ(j.sanitize.at(2).sanitizer_finding, "AddressSanitizer: heap-buffer-overflow");
+  EXPECT_EQ(j.gates.count(3), 0u);
+}
+
+TEST(MutateJournal, ALineCutShortIsLeftOutAndTheNextResultStartsOnANewLine) {
+  TemporaryPath file;
+  const auto mutants = some_mutants(2);
+  MutateOptions options;
+  const json header = journal_header(options);
+  append_journal(file.path, header,
+                 journal_line(outcome(mutants[0], MutantStatus::killed), JournalPhase::gates));
+  {
+    std::ofstream out(file.path, std::ios::app);
+    out << R"({"id": 2, "phase": "ga)";  // the machine went away here
+  }
+  EXPECT_EQ(read_journal(file.path, header, mutants).cut_lines, 1);
+  append_journal(file.path, header,
+                 journal_line(outcome(mutants[1], MutantStatus::survived), JournalPhase::gates));
+  const Journal j = read_journal(file.path, header, mutants);
+  EXPECT_EQ(j.cut_lines, 1);
+  EXPECT_EQ(j.results, 2);
+  EXPECT_EQ(j.gates.at(2).status, MutantStatus::survived);
+}
+
+TEST(MutateJournal, AnotherSetUpOrAnotherListIsRefusedNamingTheFileAndLine) {
+  TemporaryPath file;
+  auto mutants = some_mutants(2);
+  MutateOptions options;
+  const json header = journal_header(options);
+  append_journal(file.path, header,
+                 journal_line(outcome(mutants[0], MutantStatus::killed), JournalPhase::gates));
+  MutateOptions other = options;
+  other.backends = {"cuda-chunk"};
+  try {
+    read_journal(file.path, journal_header(other), mutants);
+    FAIL() << "a journal of other backends was taken";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.path.string() + ", line 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("backends"), std::string::npos) << what;
+  }
+  mutants[0].replacement = "*";  // the list was made again from an edited file
+  try {
+    read_journal(file.path, header, mutants);
+    FAIL() << "a journal of another list was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: mutant 1"), std::string::npos) << e.what();
+  }
+  fs::remove(file.path);
+  std::ofstream(file.path) << "{\"gates\": []}\n";
+  EXPECT_THROW(read_journal(file.path, header, mutants), InputError);  // not a journal
 }
 
 TEST(MutateScore, KilledOverKilledPlusSurvivedNoEffectSetAside) {
