@@ -244,9 +244,9 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
   for_quads(C / 4, C, [&](int r0, int i) {
     float a[4] = {}, m[4] = {};
     if (r0 < L && i <= r0 + 3) {
-      std::size_t rows[4];
-#pragma unroll
-      for (int s = 0; s < kQuad; ++s) rows[s] = row(K, min(r0 + s, L - 1));
+      // Each row's offset is taken where it is read (r < L there), not kept in
+      // a local array: a loop filling one could write past it, which neither
+      // the numbers nor memcheck see reliably (docs/MUTATION.md, m140/m141).
       for (int k = 0; k < K; ++k) {
         const float G_i = G[i * Ks + k], key_i = keys[i * Ks + k];
 #pragma unroll
@@ -254,9 +254,10 @@ __global__ void __launch_bounds__(ChunkConfig::kThreads, ChunkConfig::kBlocksPer
           const int r = r0 + s;
           if (i > r || r >= L) continue;
           const float decayed_key = operand<R>(p, key_i * expf(G[r * Ks + k] - G_i));
-          m[s] += operand<R>(p, read_input<In>(p.q, rows[s] + k)) * decayed_key;
+          const std::size_t at_r = row(K, r);
+          m[s] += operand<R>(p, read_input<In>(p.q, at_r + k)) * decayed_key;
           const float erase =
-              DP_FAULT(p.faults, b_dropped_from_a) ? 1.0f : read_input<In>(p.b, rows[s] + k);
+              DP_FAULT(p.faults, b_dropped_from_a) ? 1.0f : read_input<In>(p.b, at_r + k);
           a[s] += operand<R>(p, erase * keys[r * Ks + k]) * decayed_key;
         }
       }
