@@ -75,6 +75,7 @@ FixtureSpec spec_from(const GenArguments& a) {
   if (a.h0 != "drawn" && a.h0 != "zero")
     throw InputError(fmt::format("unknown --h0 '{}'; pass --h0 drawn or --h0 zero.", a.h0));
   s.zero_h0 = a.h0 == "zero";
+  s.masked_do = a.do_mask;
   s.B = a.B;
   // packed: T defaults to the last offset
   s.T = a.T == 0 && !a.cu_seqlens.empty() ? static_cast<int>(a.cu_seqlens.back()) : a.T;
@@ -198,6 +199,7 @@ nlohmann::json spec_json(const FixtureSpec& s) {
                       {"scale", s.scale()}};
   if (s.group() > 1) j["HV"] = s.HV;
   if (s.packed()) j["cu_seqlens"] = s.cu_seqlens;
+  if (s.masked_do) j["do_mask"] = kDoMask;
   return j;
 }
 
@@ -571,6 +573,8 @@ void add_gen_command(CLI::App& app, GenArguments& a) {
   gen->add_option("--seed", a.seed, "RNG seed")->capture_default_str();
   gen->add_option("--h0", a.h0, "the initial state: drawn (normal) or zero (edge: always zero)")
       ->capture_default_str();
+  gen->add_flag("--do-mask", a.do_mask,
+                "a loss mask: the cotangent dO zero at every token t with t mod 3 = 2");
   gen->add_option("--out", a.out, "output file (or folder with --all)");
   gen->add_option("--report", a.report, "also write a JSON report of the self-checks");
   gen->add_option("--threads", a.threads, "threads (0 = all cores)")->capture_default_str();

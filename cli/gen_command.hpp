@@ -20,6 +20,7 @@ struct GenArguments {
   std::string regime = "default";
   std::string dtype = "f32";
   std::string h0 = "drawn";
+  bool do_mask = false;  // dO zero at every third token (FixtureSpec::masked_do)
   std::uint64_t seed = 0;
   std::string out;
   std::string report;

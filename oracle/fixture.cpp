@@ -80,7 +80,7 @@ std::string canonical_command(const FixtureSpec& s, const std::string& file_name
       "--seed {}{} --out {}",
       op_name(s.op), s.B, s.T, s.H, s.K, s.V, s.chunk, regime_name(s.regime),
       s.dtype == DType::BF16 ? "bf16" : "f32", s.seed,
-      std::string(s.zero_h0 ? " --h0 zero" : "") +
+      std::string(s.zero_h0 ? " --h0 zero" : "") + (s.masked_do ? " --do-mask" : "") +
           (s.group() > 1 ? fmt::format(" --HV {}", s.HV) : "") +
           (s.packed() ? fmt::format(" --cu-seqlens {}", fmt::join(s.cu_seqlens, ",")) : ""),
       file_name);
@@ -102,7 +102,8 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
   m["regime"] = regime_name(spec.regime);
   m["dtype"] = spec.dtype == DType::BF16 ? "bf16" : "f32";
   m["seed"] = std::to_string(spec.seed);
-  if (spec.zero_h0) m["h0"] = "zero";  // absent: drawn (the files made before the option)
+  if (spec.zero_h0) m["h0"] = "zero";          // absent: drawn (the files made before the option)
+  if (spec.masked_do) m["do_mask"] = kDoMask;  // absent: every dO row drawn
   if (spec.group() > 1) m["HV"] = std::to_string(spec.HV);  // absent: HV = H
   if (spec.packed())
     m["N"] = std::to_string(spec.states());  // absent: dense; cu_seqlens holds them
@@ -200,6 +201,12 @@ FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadat
       throw InputError(
           fmt::format("{}: metadata 'h0' is '{}', not zero or drawn.", source, it->second));
     s.zero_h0 = it->second == "zero";
+  }
+  if (auto it = metadata.find("do_mask"); it != metadata.end()) {
+    if (it->second != kDoMask)
+      throw InputError(fmt::format("{}: metadata 'do_mask' is '{}'; the one mask is '{}'.", source,
+                                   it->second, kDoMask));
+    s.masked_do = true;
   }
   if (metadata.count("HV")) s.HV = static_cast<int>(number("HV"));
   return s;
@@ -349,6 +356,15 @@ std::vector<CanonicalFixture> canonical_fixtures() {
   // heads, so a head index taken modulo 2 or a batch offset dropped shows.
   for (Op op : {Op::gdn2, Op::kda, Op::gdn})
     add(op, 40, 8, 8, 16, Regime::default_, f32, false, 2, 3);
+  // A loss mask (issue 16): dO zero at every third token, so that work a
+  // kernel skips where dO vanishes is checked (docs/MUTATION.md, CPU m329:
+  // no fixture without it held a zero row of dO). Named -domask.
+  for (Op op : {Op::gdn2, Op::kda}) {
+    add(op, 40, 8, 8, 16, Regime::default_, f32, false);
+    out.back().spec.masked_do = true;
+    out.back().file.replace(out.back().file.size() - std::string(".safetensors").size(), 0,
+                            "-domask");
+  }
   // Packed sequences and grouped value heads (issue 14, docs/VARLEN.md): the
   // names start varlen- (packed) and hv<G>- (HV = G H). A packed set's
   // lengths hit every case at its chunk C: 1 token, under a chunk, a chunk

@@ -14,6 +14,8 @@
 namespace deltaproof::oracle {
 
 inline constexpr const char* kGeneratorVersion = "deltaproof-oracle 0.1.0";
+// The metadata value of a fixture made with `gen --do-mask` (FixtureSpec::masked_do).
+inline constexpr const char* kDoMask = "zero at t mod 3 = 2";
 
 struct GenerateOptions {
   int threads = 0;

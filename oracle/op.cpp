@@ -37,7 +37,8 @@ double FixtureSpec::scale() const { return 1.0 / std::sqrt(static_cast<double>(K
 std::string FixtureSpec::describe() const {
   return fmt::format("{} B{} T{} H{} K{} V{} chunk{} {} {} seed{}", op_name(op), B, T, H, K, V,
                      chunk, regime_name(regime), dtype == DType::BF16 ? "bf16" : "f32", seed) +
-         (zero_h0 ? " h0=0" : "") + (HV > 0 && HV != H ? fmt::format(" HV{}", HV) : "") +
+         (zero_h0 ? " h0=0" : "") + (masked_do ? " dO-masked" : "") +
+         (HV > 0 && HV != H ? fmt::format(" HV{}", HV) : "") +
          (packed() ? fmt::format(" cu_seqlens={}", fmt::join(cu_seqlens, ",")) : "");
 }
 

@@ -36,6 +36,11 @@ struct FixtureSpec {
   // h0 is zero whatever this says.
   bool zero_h0 = false;
   bool h0_is_zero() const { return zero_h0 || regime == Regime::edge; }
+  // A loss mask (`gen --do-mask`): dO is zero at every token t with t mod 3
+  // = 2 (of its sequence), as where a training loss skips padding or a
+  // prompt. A kernel that skips work where dO vanishes is tested there.
+  bool masked_do = false;
+  static bool do_masked_at(int t) { return t % 3 == 2; }
   // Grouped value heads (docs/VARLEN.md): HV value heads, value head hv
   // reading key head hv / (HV / H); 0 means HV = H.
   int HV = 0;

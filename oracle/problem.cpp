@@ -1,6 +1,7 @@
 // oracle/problem.cpp — drawing a fixture's inputs and cotangents by regime.
 #include "oracle/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/rng.hpp"
@@ -65,6 +66,14 @@ std::vector<double> draw_tensor(const FixtureSpec& spec, const TensorLayout& lay
       const double inverse = 1.0 / std::sqrt(norm2);
       for (int i = 0; i < width; ++i) values[row * width + i] *= inverse;
     }
+  }
+  if (name == "do" && spec.masked_do) {
+    // [B, T, HV, V]: token t of row r is (r / HV) mod T
+    const std::size_t heads = static_cast<std::size_t>(spec.value_heads());
+    const std::size_t width = static_cast<std::size_t>(layout.width);
+    for (std::size_t row = 0; row < count / width; ++row)
+      if (FixtureSpec::do_masked_at(static_cast<int>(row / heads % spec.T)))
+        std::fill_n(values.begin() + static_cast<std::ptrdiff_t>(row * width), width, 0.0);
   }
   for (auto& x : values) x = round_to_dtype(x, spec.dtype);
   return values;

@@ -24,7 +24,7 @@ TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
   std::set<std::string> names;
   for (const auto& g : gates) names.insert(g.name);
   EXPECT_EQ(names.size(), gates.size()) << "gate names are unique";
-  // 76 fixtures x 4 f32 backends x 2 phases, + 3 ops x 4 backends x (3
+  // 78 fixtures x 4 f32 backends x 2 phases, + 3 ops x 4 backends x (3
   // relations on t40-c16, causality on a stress fixture and on t200-c64,
   // split-call at chunks 32 and 64, batch-head on t40-c16-b2h3); cuda-tc: the
   // 20 chunk-64 fixtures in both phases, causality on the 4 chunk-64 ones and
@@ -33,7 +33,7 @@ TEST(Registry, EveryFixtureTimesEveryBackendTimesBothPhasesIsAGate) {
   // causality and batch-head on the 3 packed ones, batch-head, split-call and
   // causality on the 2 grouped ones; on cuda-tc the 2 of chunk 64 (one packed,
   // one grouped).
-  EXPECT_EQ(gates.size(), 76u * 4 * 2 + 3 * 4 * (3 + 2 + 2 + 1) + 20 * 2 + 4 + 3 +
+  EXPECT_EQ(gates.size(), 78u * 4 * 2 + 3 * 4 * (3 + 2 + 2 + 1) + 20 * 2 + 4 + 3 +
                               4 * (5 * 2 + 3 * 4 + 2 * 3) + (2 * 2 + 4 + 3));
   for (const char* name :
        {"gdn2.cpu-chunk.t32-c16.bwd", "kda.cpu-recurrent.t200-c64.fwd",
@@ -70,7 +70,8 @@ TEST(Registry, AFamilyOfOneChunkSizeHasOnlyThatChunkSizesGates) {
 
 TEST(Registry, GlobsSelectAndAGlobThatMatchesNothingIsAnError) {
   const auto gates = all_gates(kFixtures);
-  EXPECT_EQ(select_gates(gates, {"gdn2.cpu-chunk.*.bwd"}).size(), 24u);  // with varlen-c16
+  EXPECT_EQ(select_gates(gates, {"gdn2.cpu-chunk.*.bwd"}).size(),
+            25u);  // with varlen-c16 and t40-c16-domask
   EXPECT_EQ(select_gates(gates, {"*.t40-c16.causality"}).size(), 12u);
   EXPECT_TRUE(glob_match("a?c*", "abcdef"));
   EXPECT_FALSE(glob_match("a?c", "abcd"));
