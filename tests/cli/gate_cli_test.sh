@@ -13,7 +13,7 @@ src=$2
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$src" || exit 2
 
-expect 0 '^874 gates$' -- gate list
+expect 0 '^890 gates$' -- gate list
 expect 0 '^gdn2.cpu-recurrent.t32-c16-bf16.bwd +oracle' -- gate list 'gdn2.cpu-recurrent.*bf16*'
 expect 0 '^12 gates$' -- gate list '*.t40-c16.causality'
 expect 2 "no gate matches 'nosuch\.\*'" -- gate run 'nosuch.*'

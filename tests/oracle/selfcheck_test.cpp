@@ -117,9 +117,9 @@ TEST(Fixture, InputsAreExactlyRepresentableInTheInputDtype) {
 
 TEST(Fixture, CanonicalSetHasThirteenFixturesPerOpAndTheCoverageMatrixOnes) {
   const auto set = canonical_fixtures();
-  // 13 per op, then 34 for the coverage matrix, then B2 H3 per op, then 5
-  // packed or grouped (issue 14)
-  EXPECT_EQ(set.size(), 39u + 34u + 3u + 5u);
+  // 13 per op, then 34 for the coverage matrix, then B2 H3 per op, then 2
+  // loss masks (gdn2, kda), then 5 packed or grouped (issue 14)
+  EXPECT_EQ(set.size(), 39u + 34u + 3u + 2u + 5u);
   std::set<std::string> names;
   for (const auto& f : set) names.insert(f.file);
   EXPECT_EQ(names.size(), set.size());
@@ -130,6 +130,8 @@ TEST(Fixture, CanonicalSetHasThirteenFixturesPerOpAndTheCoverageMatrixOnes) {
   EXPECT_TRUE(names.count("gdn2/t40-c16-mild.safetensors"));
   EXPECT_TRUE(names.count("kda/t112-c64-k8-stress.safetensors"));
   EXPECT_TRUE(names.count("kda/t49-c16-k16v8-h0zero.safetensors"));
+  for (const char* masked : {"gdn2/t40-c16-domask.safetensors", "kda/t40-c16-domask.safetensors"})
+    EXPECT_TRUE(names.count(masked)) << masked;
   for (const char* packed : {"gdn2/varlen-c16.safetensors", "kda/varlen-c64-k16.safetensors",
                              "kda/hv2-t65-c64-k8.safetensors", "gdn/hv4-t40-c16.safetensors",
                              "kda/varlen-hv2-c32.safetensors"})
