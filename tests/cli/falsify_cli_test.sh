@@ -19,7 +19,7 @@ expect 0 '^32 faults' 'ds-not-handed-back +kernel +fault-point' 'ceil-div-off-by
   'oracle-double-exp +oracle +generator' -- falsify list
 
 # a campaign of three faults over both CPU backends, with a report
-expect 0 'baseline cpu-chunk: 204 gates' 'clean 204/204 green, poison 204/204 red' \
+expect 0 'baseline cpu-chunk: 208 gates' 'clean 208/208 green, poison 208/208 red' \
   'dg-sign-flipped +cpu-chunk +Killed +[a-z0-9.-]+\.bwd dg margin' \
   'dg-sign-flipped +cpu-recurrent +Killed' 'oracle-double-exp +oracle +Killed' \
   'layout-swapped +cpu-recurrent +Killed' 'tracked files unchanged' '^verdict PASS' -- \
