@@ -259,9 +259,9 @@ std::vector<CanonicalFixture> canonical_fixtures() {
   // Name: t<T>-c<chunk>, then -k<K>[v<V>] when the widths are not the chunk's
   // usual (K=V=64 at chunk 64, K=V=8 below), -b<B>h<H> when not B1 H2, the
   // regime unless default, -h0zero when h0 is zero outside the edge regime,
-  // -bf16 for bf16 inputs.
+  // -domask under a loss mask, -bf16 for bf16 inputs.
   auto add = [&](Op op, int T, int K, int V, int chunk, Regime regime, DType dtype, bool zero_h0,
-                 int B = 1, int H = 2) {
+                 int B = 1, int H = 2, bool masked_do = false) {
     FixtureSpec s;
     s.op = op;
     s.B = B;
@@ -274,6 +274,7 @@ std::vector<CanonicalFixture> canonical_fixtures() {
     s.dtype = dtype;
     s.seed = 0;
     s.zero_h0 = zero_h0;
+    s.masked_do = masked_do;
     std::string name = fmt::format("t{}-c{}", T, chunk);
     const int usual = chunk == 64 ? 64 : 8;
     if (K != V)
@@ -283,6 +284,7 @@ std::vector<CanonicalFixture> canonical_fixtures() {
     if (B != 1 || H != 2) name += fmt::format("-b{}h{}", B, H);
     if (regime != Regime::default_) name += "-" + std::string(regime_name(regime));
     if (zero_h0) name += "-h0zero";
+    if (masked_do) name += "-domask";
     if (dtype == DType::BF16) name += "-bf16";
     out.push_back({std::string(op_name(op)) + "/" + name + ".safetensors", s});
   };
@@ -358,13 +360,8 @@ std::vector<CanonicalFixture> canonical_fixtures() {
     add(op, 40, 8, 8, 16, Regime::default_, f32, false, 2, 3);
   // A loss mask (issue 16): dO zero at every third token, so that work a
   // kernel skips where dO vanishes is checked (docs/MUTATION.md, CPU m329:
-  // no fixture without it held a zero row of dO). Named -domask.
-  for (Op op : {Op::gdn2, Op::kda}) {
-    add(op, 40, 8, 8, 16, Regime::default_, f32, false);
-    out.back().spec.masked_do = true;
-    out.back().file.replace(out.back().file.size() - std::string(".safetensors").size(), 0,
-                            "-domask");
-  }
+  // no fixture without it held a zero row of dO).
+  for (Op op : {Op::gdn2, Op::kda}) add(op, 40, 8, 8, 16, Regime::default_, f32, false, 1, 2, true);
   // Packed sequences and grouped value heads (issue 14, docs/VARLEN.md): the
   // names start varlen- (packed) and hv<G>- (HV = G H). A packed set's
   // lengths hit every case at its chunk C: 1 token, under a chunk, a chunk
