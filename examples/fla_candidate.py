@@ -14,6 +14,12 @@ a compile alone. The wall time of the first call is printed.
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
         --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32] [--first-config]
 
+Exit codes: 0 written; 1 the candidate could not be set up (no GPU, FLA does not
+import, the fixture is unreadable); 3 the kernel raised while it ran (its forward or
+backward: an assertion, a compile error, a CUDA fault), its message quoted on the
+last line as "fla_candidate: the kernel raised TYPE: MESSAGE" (scripts/replay.py
+counts that as a crash the kernel reported).
+
 A packed fixture (gen --cu-seqlens) passes its cu_seqlens to FLA; a grouped one
 (gen --HV) has v, the gates and the states at HV heads already, as FLA takes them
 (FLA's chunk_gdn2 has no grouped value heads at bc3b101d: it refuses them).
@@ -55,12 +61,25 @@ OPS = {
 # Switch off every transformation the fixture's function does not have: q and k are already
 # l2-normalised, g is already the log-decay, beta/b/w are already gates. Options that a given FLA
 # version lacks are dropped below (the transformation they switch off does not exist there).
+# Older versions (before 2025-07) also took head_first, some defaulting to True (heads-first
+# layout); the fixture is tokens-first.
 IDENTITY_OPTIONS = dict(use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
-                        use_beta_sigmoid_in_kernel=False, safe_gate=False, cu_seqlens=None)
+                        use_beta_sigmoid_in_kernel=False, safe_gate=False, cu_seqlens=None,
+                        head_first=False)
+KERNEL_RAISED = 3  # the exit code when the kernel itself raised (scripts/replay.py: a crash)
 
 
 def fail(message):
     sys.exit(f"fla_candidate: {message}")
+
+
+def kernel_raised(error):
+    """The kernel (FLA's function, its backward, or a CUDA error they left) raised: quote it."""
+    import traceback
+    traceback.print_exc()
+    message = " ".join(str(error).split())
+    print(f"fla_candidate: the kernel raised {type(error).__name__}: {message}", file=sys.stderr)
+    sys.exit(KERNEL_RAISED)
 
 
 def main():
@@ -157,16 +176,22 @@ def main():
         if name not in params and name not in ("scale", "initial_state", "output_final_state"):
             del options[name]
     start = time.perf_counter()
-    o, ht = fn(*(x[n] for n in input_names), **options)[:2]
-    torch.cuda.synchronize()
+    try:
+        o, ht = fn(*(x[n] for n in input_names), **options)[:2]
+        torch.cuda.synchronize()
+    except Exception as error:  # an assertion, a Triton compile error, a CUDA fault: a result
+        kernel_raised(error)
     forward_s = time.perf_counter() - start
 
     # Backward of L = <o, do> + <ht, dht>: each cotangent in its output's dtype.
     do = cpu["do"].to(device="cuda", dtype=o.dtype)
     dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
     start = time.perf_counter()
-    torch.autograd.backward([o, ht], [do, dht])
-    torch.cuda.synchronize()
+    try:
+        torch.autograd.backward([o, ht], [do, dht])
+        torch.cuda.synchronize()
+    except Exception as error:
+        kernel_raised(error)
     backward_s = time.perf_counter() - start
     autotune = "first-config" if args.first_config else "full"
     print(f"first call ({autotune} autotuning, compile included): forward {forward_s:.1f} s, "

@@ -25,6 +25,13 @@ if ! python3 -c 'import safetensors, numpy' 2>/dev/null; then
     python3 -m pip install --quiet --break-system-packages safetensors numpy
 fi
 
+# scripts/replay.py validates its corpus and reports against their JSON schemas
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  echo "setup: installing jsonschema from PyPI"
+  python3 -m pip install --quiet jsonschema 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages jsonschema
+fi
+
 # the HTML report's browser test drives headless Chromium with selenium; a
 # python3 other than Debian's (pyenv, say) takes it from PyPI
 if ! python3 -c 'import selenium' 2>/dev/null; then

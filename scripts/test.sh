@@ -26,6 +26,10 @@ python3 tests/python/mutants_test.py
 echo "== Python: scripts/alpha_contributions.py finds a head's 1% scaling"
 python3 tests/python/alpha_contributions_test.py
 
+echo "== Python: scripts/replay.py (the real-bug corpus, falsify/real-bugs.json) on a fake FLA"
+echo "   history: a scaling bug caught by the gate, a crash by its message, compat edits recorded"
+python3 tests/python/replay_test.py --deltaproof build/bin/deltaproof
+
 echo "== falsify build: the fault catalog's campaign on the CPU backends"
 cmake --preset falsify >/dev/null
 cmake --build build-falsify -j "$(nproc)" --target deltaproof kernels_falsify_tests
