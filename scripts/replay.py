@@ -13,12 +13,12 @@ has the table.
     # here, where FLA's git history is (a clone, or the search tool's fetched mirror):
     python3 scripts/replay.py check                        # the corpus against its schema
     python3 scripts/replay.py export --fla-git FLA.git --out .replay [--ids ID...]
-    # on a machine with a GPU, torch and triton (the trees travel as .replay/trees/*.tar.gz):
-    python3 scripts/replay.py run --trees .replay/trees --out OUT [--ids ID...] [--jobs 8] \
+    # on a machine with a GPU, torch and triton (the trees travel as .replay/trees.tar.xz):
+    python3 scripts/replay.py run --trees .replay/trees.tar.xz --out OUT [--ids ID...] [--jobs 8] \
         [--sanitize memcheck] [--budget 540] [--full-autotune]
     python3 scripts/replay.py table OUT/replay.json        # the markdown table
 
-`export` writes each version's fla/ package as a tar.gz with the entry's
+`export` writes each version's fla/ package into one bundle with the entry's
 compatibility edits applied (the smallest change that lets an old version import
 or compile on today's torch and Triton). An edit must match its file exactly
 once and may not touch a line the fix changes: both are checked, and each edit
@@ -200,41 +200,77 @@ def apply_edits(tree, entry, side, fix_lines):
     return applied
 
 
+PACKAGE_STUB = ("fla/__init__.py", "the replay imports only fla.ops: fla/__init__.py (which imports "
+                "every layer and model, and through them transformers) is replaced by __version__ "
+                "alone, and fla/layers and fla/models are left out; no kernel is touched")
+
+
+def stub_package(tree):
+    """fla/__init__.py down to its __version__; fla/layers and fla/models dropped."""
+    init = os.path.join(tree, "fla", "__init__.py")
+    with open(init) as f:
+        version = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+    with open(init, "w") as f:
+        f.write(f"__version__ = {(version.group(1) if version else 'unknown')!r}\n")
+    for folder in ("layers", "models"):
+        shutil.rmtree(os.path.join(tree, "fla", folder), ignore_errors=True)
+    return {"file": PACKAGE_STUB[0], "why": PACKAGE_STUB[1], "lines_removed": None,
+            "sha256_after": sha256_file(init)}
+
+
 def export(args):
+    """Both versions of each entry as one bundle, trees.tar.xz: NAME/fla/... for each
+    ENTRY-buggy and ENTRY-fixed, and manifest.json (commits, compat edits). The
+    files are ordered by their path inside fla/, so that xz stores a file the
+    versions share once (24 versions of fla/ops: 50 MB, 0.6 MB packed)."""
     corpus = load_corpus(args.corpus)
     fla_git = resolve_git_dir(args.fla_git)
-    out = os.path.join(args.out, "trees")
-    os.makedirs(out, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
     manifest = {"corpus_sha256": sha256_file(args.corpus), "trees": {}}
-    for entry in select(corpus, args.ids):
-        fix_lines = changed_lines(fla_git, entry)
-        if not fix_lines:
-            raise ReplayError(f"entry {entry['id']}: the fix {entry['fix'][:10]} changes nothing "
-                              "under fla/ against its parent")
-        for side in SIDES:
-            commit = entry["parent"] if side == "buggy" else entry["fix"]
-            if side == "fixed" and git(fla_git, "rev-parse", f"{entry['fix']}^").strip() != entry["parent"]:
+    with tempfile.TemporaryDirectory() as scratch:
+        for entry in select(corpus, args.ids):
+            if git(fla_git, "rev-parse", f"{entry['fix']}^").strip() != entry["parent"]:
                 raise ReplayError(f"entry {entry['id']}: parent {entry['parent'][:10]} is not "
-                                  f"the fix's first parent")
-            with tempfile.TemporaryDirectory() as scratch:
+                                  f"the first parent of {entry['fix'][:10]}")
+            fix_lines = changed_lines(fla_git, entry)
+            if not fix_lines:
+                raise ReplayError(f"entry {entry['id']}: the fix {entry['fix'][:10]} changes "
+                                  "nothing under fla/ against its parent")
+            for side in SIDES:
+                commit = entry["parent"] if side == "buggy" else entry["fix"]
+                name = tree_name(entry, side)
+                tree = os.path.join(scratch, name)
                 archive = git(fla_git, "archive", "--format=tar", commit, "fla", binary=True)
                 with tarfile.open(fileobj=io.BytesIO(archive)) as t:
-                    t.extractall(scratch, filter="data")
-                applied = apply_edits(scratch, entry, side, fix_lines)
-                name = tree_name(entry, side)
-                write_atomically(os.path.join(out, name + ".tar.gz"),
-                                 lambda f: pack_tree(scratch, f), binary=True)
-            manifest["trees"][name] = {"commit": commit, "compat": applied,
-                                       "sha256": sha256_file(os.path.join(out, name + ".tar.gz"))}
-            print(f"export {name}: {commit[:10]}, {len(applied)} compat edit(s)")
-    write_atomically(os.path.join(out, "manifest.json"),
-                     lambda f: json.dump(manifest, f, indent=1, sort_keys=True))
+                    t.extractall(tree, filter="data")
+                applied = [stub_package(tree)] + apply_edits(tree, entry, side, fix_lines)
+                manifest["trees"][name] = {"commit": commit, "compat": applied}
+                print(f"export {name}: {commit[:10]}, {len(applied) - 1} compat edit(s) "
+                      "beside the package stub")
+        with open(os.path.join(scratch, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+        bundle = os.path.join(args.out, "trees.tar.xz")
+        write_atomically(bundle, lambda f: pack_bundle(scratch, f), binary=True)
+    print(f"wrote {bundle} ({os.path.getsize(bundle) / 1e6:.2f} MB, "
+          f"{len(manifest['trees'])} trees)")
     return 0
 
 
-def pack_tree(folder, f):
-    with tarfile.open(fileobj=f, mode="w:gz") as t:
-        t.add(os.path.join(folder, "fla"), arcname="fla")
+def pack_bundle(scratch, f):
+    files = []
+    for name in sorted(os.listdir(scratch)):
+        folder = os.path.join(scratch, name)
+        if not os.path.isdir(folder):
+            continue
+        for dirpath, _, filenames in os.walk(folder):
+            for filename in filenames:
+                full = os.path.join(dirpath, filename)
+                inner = os.path.relpath(full, folder)
+                files.append((inner, name, full))
+    with tarfile.open(fileobj=f, mode="w:xz", preset=9) as t:
+        t.add(os.path.join(scratch, "manifest.json"), arcname="manifest.json")
+        for inner, name, full in sorted(files):
+            t.add(full, arcname=f"{name}/{inner}")
 
 
 # ---------------------------------------------------------------------------- run
@@ -318,6 +354,14 @@ def sanitize_summary(log, tool):
             "first_error": first.group(0).strip("= ").strip() if first else ""}
 
 
+def compute_sanitizer():
+    found = shutil.which("compute-sanitizer")
+    for candidate in (found, "/usr/local/cuda/bin/compute-sanitizer"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise ReplayError("compute-sanitizer is not on PATH nor in /usr/local/cuda/bin")
+
+
 class Runner:
     def __init__(self, args, corpus):
         self.args = args
@@ -328,8 +372,13 @@ class Runner:
         self.deltaproof = os.path.abspath(args.deltaproof)
         for sub in ("fixtures", "trees", "candidates", "reports", "logs"):
             os.makedirs(os.path.join(self.work, sub), exist_ok=True)
-        manifest = os.path.join(args.trees, "manifest.json")
-        self.manifest = load_json(manifest, "tree manifest")["trees"] if os.path.isfile(manifest) else {}
+        self.trees = self.path("trees", "")
+        if not os.path.isfile(args.trees):
+            raise ReplayError(f"{args.trees}: no tree bundle (run `replay.py export` first)")
+        with tarfile.open(args.trees) as t:
+            t.extractall(self.trees, filter="data")
+        self.manifest = load_json(os.path.join(self.trees, "manifest.json"),
+                                  "tree manifest")["trees"]
 
     def left(self, reserve=30):
         return self.deadline - time.monotonic() - reserve
@@ -351,14 +400,9 @@ class Runner:
 
     def tree(self, entry, side):
         name = tree_name(entry, side)
-        archive = os.path.join(self.args.trees, name + ".tar.gz")
-        if not os.path.isfile(archive):
-            raise ReplayError(f"{archive}: no tree for {name} (run `replay.py export` first)")
         folder = self.path("trees", name)
-        if not os.path.isdir(os.path.join(folder, "fla")):
-            shutil.rmtree(folder, ignore_errors=True)
-            with tarfile.open(archive) as t:
-                t.extractall(folder, filter="data")
+        if name not in self.manifest or not os.path.isdir(os.path.join(folder, "fla")):
+            raise ReplayError(f"{self.args.trees}: no tree {name} in the bundle (export it)")
         return folder
 
     def candidate_command(self, entry, fixture, out):
@@ -420,7 +464,10 @@ class Runner:
     def sanitize(self, entry, name, fixture, tool, env):
         out = self.path("candidates", f"{name}-{tool}.safetensors")
         log = self.path("logs", f"{tool}-{name}.txt")
-        command = ["compute-sanitizer", "--tool", tool, "--target-processes", "all",
+        # Without the caching allocator every tensor is its own allocation, so a read past
+        # a tensor's end lands outside any allocation, where memcheck sees it.
+        env = dict(env, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+        command = [compute_sanitizer(), "--tool", tool, "--target-processes", "all",
                    "--print-limit", "20", "--error-exitcode", "86",
                    *self.candidate_command(entry, fixture, out)]
         code, seconds = run_logged(command, log, min(self.args.sanitize_timeout, self.left()), env)
@@ -580,7 +627,7 @@ def main():
     p.set_defaults(func=export)
     p = sub.add_parser("run", help="replay entries on a GPU machine")
     p.add_argument("--corpus", default=CORPUS)
-    p.add_argument("--trees", required=True, help="the folder export wrote (its trees/)")
+    p.add_argument("--trees", required=True, help="the bundle export wrote (trees.tar.xz)")
     p.add_argument("--out", required=True, help="where replay.json goes")
     p.add_argument("--work", help="fixtures, candidates, reports and logs (default OUT/work)")
     p.add_argument("--ids", nargs="*")

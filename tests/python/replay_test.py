@@ -79,14 +79,16 @@ def main():
         repo = tmp / "fla"
         repo.mkdir()
         sh("git", "init", "-q", cwd=repo)
-        broken_init = "import a_module_gone_from_today_s_torch\n__version__ = 'old'\n"
-        c0 = commit(repo, {"fla/__init__.py": broken_init, "fla/ops/__init__.py": "",
+        broken_ops = "import a_module_gone_from_today_s_torch\n"
+        c0 = commit(repo, {"fla/__init__.py": "import fla.layers\n__version__ = 'old'\n",
+                           "fla/layers/__init__.py": "import transformers_of_today\n",
+                           "fla/ops/__init__.py": broken_ops,
                            "fla/ops/fake.py": "SCALE = 1.03\nRAISE = ''\n"}, "the scaling bug")
         c1 = commit(repo, {"fla/ops/fake.py": "SCALE = 1.0\nRAISE = ''\n"}, "fix the scaling")
         c2 = commit(repo, {"fla/ops/fake.py": "SCALE = 1.0\nRAISE = 'Triton: BK too large'\n"},
                     "the crash")
         c3 = commit(repo, {"fla/ops/fake.py": "SCALE = 1.0\nRAISE = ''\n"}, "fix the crash")
-        stub = {"file": "fla/__init__.py", "old": "import a_module_gone_from_today_s_torch\n",
+        stub = {"file": "fla/ops/__init__.py", "old": "import a_module_gone_from_today_s_torch\n",
                 "new": "", "why": "the module is gone; nothing of the kernel uses it"}
         corpus = {"schema": "deltaproof-real-bugs/1", "repository": str(repo), "entries": [
             entry("scaling", c1, c0, compat=[stub]),
@@ -98,11 +100,13 @@ def main():
         result = replay("export", "--corpus", corpus_path, "--fla-git", repo, "--out", out)
         check(result.returncode == 0, "export writes both versions of both entries",
               result.stdout + result.stderr)
-        check(sorted(p.name for p in (out / "trees").glob("*.tar.gz")) ==
-              ["crash-buggy.tar.gz", "crash-fixed.tar.gz", "scaling-buggy.tar.gz",
-               "scaling-fixed.tar.gz"], "one tar.gz a version")
+        import tarfile
+        with tarfile.open(out / "trees.tar.xz") as t:
+            names = set(t.getnames())
+        check({f"{e}-{s}/fla/ops/fake.py" for e in ("scaling", "crash") for s in ("buggy", "fixed")}
+              <= names and "manifest.json" in names, "one bundle holds every version")
 
-        result = replay("run", "--corpus", corpus_path, "--trees", out / "trees", "--out", out,
+        result = replay("run", "--corpus", corpus_path, "--trees", out / "trees.tar.xz", "--out", out,
                         "--deltaproof", deltaproof, "--candidate-command", FAKE, "--jobs", "2")
         check(result.returncode == 0, "run: every entry as expected (exit 0)",
               result.stdout + result.stderr)
@@ -114,9 +118,13 @@ def main():
               "the 3% scaling is caught by the gate, o, ht and dq red", json.dumps(b, indent=1))
         check(f["verdict"] == "green" and f["gate"]["verdict"] == "pass", "its fix is green",
               json.dumps(f, indent=1))
-        check(b["compat"] and b["compat"][0]["file"] == "fla/__init__.py"
-              and b["compat"][0]["why"].startswith("the module is gone"),
-              "the compat edit is recorded in the report")
+        check(len(b["compat"]) == 2 and b["compat"][0]["file"] == "fla/__init__.py"
+              and "__version__" in b["compat"][0]["why"],
+              "the package stub (fla/__init__.py, no layers) is recorded first",
+              json.dumps(b["compat"], indent=1))
+        check(b["compat"][1]["file"] == "fla/ops/__init__.py"
+              and b["compat"][1]["why"].startswith("the module is gone"),
+              "the entry's compat edit is recorded in the report")
         cb = crash["sides"]["buggy"]
         check(cb["verdict"] == "caught" and cb["crash"]["kind"] == "raised"
               and "Triton: BK too large" in cb["crash"]["message"],
@@ -132,7 +140,7 @@ def main():
         wrong["entries"] = [wrong["entries"][1]]
         wrong["entries"][0]["expect"]["buggy"] = "missed"
         (tmp / "wrong.json").write_text(json.dumps(wrong))
-        result = replay("run", "--corpus", tmp / "wrong.json", "--trees", out / "trees", "--out",
+        result = replay("run", "--corpus", tmp / "wrong.json", "--trees", out / "trees.tar.xz", "--out",
                         tmp / "wrong", "--deltaproof", deltaproof, "--candidate-command", FAKE)
         check(result.returncode == 1 and "not as expected" in result.stdout,
               "an entry not as its expect says: exit 1", result.stdout + result.stderr)
