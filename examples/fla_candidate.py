@@ -13,6 +13,7 @@ a compile alone. The wall time of the first call is printed.
 
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
         --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32] [--first-config]
+        [--config BK=32,num_warps=4] [--function fused_recurrent] [--phase fwd] [--poison-tail]
 
 Exit codes: 0 written; 1 the candidate could not be set up (no GPU, FLA does not
 import, the fixture is unreadable); 3 the kernel raised while it ran (its forward or
@@ -66,6 +67,12 @@ OPS = {
 IDENTITY_OPTIONS = dict(use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                         use_beta_sigmoid_in_kernel=False, safe_gate=False, cu_seqlens=None,
                         head_first=False)
+# --function fused_recurrent: the token-by-token kernels (forward only for kda), called by keyword.
+RECURRENT = {
+    "kda": ("fla.ops.kda", "fused_recurrent_kda"),
+    "gdn": ("fla.ops.gated_delta_rule", "fused_recurrent_gated_delta_rule"),
+}
+POISON_PAD = 1 << 16  # --poison-tail: NaN elements after each input's last one
 KERNEL_RAISED = 3  # the exit code when the kernel itself raised (scripts/replay.py: a crash)
 
 
@@ -90,6 +97,20 @@ def main():
     parser.add_argument("--allow-tf32", action="store_true", help="let f32 matmuls use TF32 (class tf32)")
     parser.add_argument("--first-config", action="store_true",
                         help="keep only each Triton autotuner's first config (no autotuning; same math)")
+    parser.add_argument("--config", metavar="KEY=VALUE,...",
+                        help="keep, in each Triton autotuner, only the first config whose kwargs (or "
+                             "num_warps, num_stages) match every KEY=VALUE; an autotuner with none "
+                             "keeps its first config. Reaches a tiling that autotuning may pick on "
+                             "another machine, e.g. BK=32,num_warps=4")
+    parser.add_argument("--function", choices=["chunk", "fused_recurrent"], default="chunk",
+                        help="which of FLA's kernels: chunk (default) or fused_recurrent (the "
+                             "token-by-token kernel; kda's is forward only: --phase fwd)")
+    parser.add_argument("--phase", choices=["fwd", "bwd"], default="bwd",
+                        help="bwd (default): forward and backward; fwd: o and ht only")
+    parser.add_argument("--poison-tail", action="store_true",
+                        help=f"place each input at the start of a larger buffer whose other "
+                             f"{POISON_PAD} elements are NaN: a load past an input's end (a missing "
+                             "mask) turns results NaN instead of reading harmless neighbours")
     args = parser.parse_args()
     if os.path.exists(args.out) and os.path.samefile(args.out, args.fixture):
         fail("--out is the fixture itself; choose another path")
@@ -125,7 +146,28 @@ def main():
     logging.basicConfig(format="%(name)s: %(message)s")
     logging.getLogger("fla").setLevel(logging.INFO)  # FLA logs which backend each call took
     module_name, function_name, input_names = OPS[op]
-    if args.first_config:
+    if args.function == "fused_recurrent":
+        if op not in RECURRENT:
+            fail(f"--function fused_recurrent: no recurrent kernel is wired for op {op}")
+        module_name, function_name = RECURRENT[op]
+    if args.config:
+        try:
+            wanted = dict(item.split("=", 1) for item in args.config.split(","))
+        except ValueError:
+            fail(f"--config {args.config!r}: expected KEY=VALUE[,KEY=VALUE...]")
+        from triton.runtime.autotuner import Autotuner
+        all_init = Autotuner.__init__
+
+        def matches(config):
+            have = dict(config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
+            return all(k in have and str(have[k]) == v for k, v in wanted.items())
+
+        def chosen_config_init(self, fn, arg_names, configs, *rest, **kwargs):
+            configs = list(configs)
+            keep = [c for c in configs if matches(c)][:1] or configs[:1]
+            all_init(self, fn, arg_names, keep, *rest, **kwargs)
+        Autotuner.__init__ = chosen_config_init
+    elif args.first_config:
         # Before FLA is imported: its kernels build their autotuners (triton.autotune and FLA's
         # CachedAutotuner, a subclass) at import time. With one config Triton benchmarks nothing.
         from triton.runtime.autotuner import Autotuner
@@ -155,7 +197,12 @@ def main():
     x = {}
     for name in input_names + ("h0",):
         want = torch.float32 if name in ("g", "h0") else dt
-        x[name] = cpu[name].to(device="cuda", dtype=want).contiguous().requires_grad_()
+        value = cpu[name].to(device="cuda", dtype=want).contiguous()
+        if args.poison_tail:  # a view of a larger NaN buffer: still contiguous, no copy by FLA
+            buffer = torch.full((value.numel() + POISON_PAD,), float("nan"), device="cuda",
+                                dtype=want)
+            value = buffer[:value.numel()].view(value.shape).copy_(value)
+        x[name] = value.requires_grad_(args.phase == "bwd")
 
     # The kernel, with scale from the metadata (decimal string, K^-1/2) and the final state.
     # FLA uses its own chunk size (64; gdn2 accepts only 64): the function does not depend on it.
@@ -177,28 +224,36 @@ def main():
             del options[name]
     start = time.perf_counter()
     try:
-        o, ht = fn(*(x[n] for n in input_names), **options)[:2]
+        if args.function == "chunk":
+            o, ht = fn(*(x[n] for n in input_names), **options)[:2]
+        else:  # by keyword: the recurrent kernels put other parameters between the inputs
+            o, ht = fn(**{n: x[n] for n in input_names}, **options)[:2]
         torch.cuda.synchronize()
     except Exception as error:  # an assertion, a Triton compile error, a CUDA fault: a result
         kernel_raised(error)
     forward_s = time.perf_counter() - start
 
     # Backward of L = <o, do> + <ht, dht>: each cotangent in its output's dtype.
-    do = cpu["do"].to(device="cuda", dtype=o.dtype)
-    dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
-    start = time.perf_counter()
-    try:
-        torch.autograd.backward([o, ht], [do, dht])
-        torch.cuda.synchronize()
-    except Exception as error:
-        kernel_raised(error)
-    backward_s = time.perf_counter() - start
-    autotune = "first-config" if args.first_config else "full"
+    backward_s = 0.0
+    if args.phase == "bwd":
+        if not o.requires_grad:
+            fail(f"{function_name} returned no graph (a forward-only kernel): pass --phase fwd")
+        do = cpu["do"].to(device="cuda", dtype=o.dtype)
+        dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
+        start = time.perf_counter()
+        try:
+            torch.autograd.backward([o, ht], [do, dht])
+            torch.cuda.synchronize()
+        except Exception as error:
+            kernel_raised(error)
+        backward_s = time.perf_counter() - start
+    autotune = f"config {args.config}" if args.config else (
+        "first-config" if args.first_config else "full")
     print(f"first call ({autotune} autotuning, compile included): forward {forward_s:.1f} s, "
           f"backward {backward_s:.1f} s, total {forward_s + backward_s:.1f} s")
 
     out = {"o": o, "ht": ht}
-    for name in input_names + ("h0",):
+    for name in input_names + ("h0",) if args.phase == "bwd" else ():
         if x[name].grad is None:
             print(f"warning: FLA produced no gradient for {name}; d{name} is left out of the candidate")
         else:
@@ -208,7 +263,7 @@ def main():
            for k, v in out.items()}
     save_file(out, args.out, metadata={
         "format": "deltaproof-candidate/1", "backend": f"fla-{function_name}", "op": op,
-        "phase": "bwd", "precision": precision, "dtype": dtype, "fixture": args.fixture,
+        "phase": args.phase, "precision": precision, "poison_tail": str(args.poison_tail).lower(), "dtype": dtype, "fixture": args.fixture,
         "autotune": autotune, "first_call_forward_s": f"{forward_s:.3f}",
         "first_call_backward_s": f"{backward_s:.3f}",
         "fla_version": str(getattr(fla, "__version__", "unknown")), "torch_version": torch.__version__,

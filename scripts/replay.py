@@ -124,9 +124,20 @@ def select(corpus, ids):
     return [e for e in entries if e["id"] in ids]
 
 
+def gen_args(entry):
+    """The entry's `deltaproof gen` arguments, with `packed` written out as --cu-seqlens."""
+    trigger = entry["trigger"]
+    args = list(trigger["gen"])
+    if "packed" in trigger:
+        n, length = trigger["packed"]["sequences"], trigger["packed"]["length"]
+        args += ["--T", str(n * length),
+                 "--cu-seqlens", ",".join(str(i * length) for i in range(n + 1))]
+    return args
+
+
 def fixture_key(entry):
     """One fixture file per distinct gen command (entries may share one)."""
-    return hashlib.sha256("\0".join(entry["trigger"]["gen"]).encode()).hexdigest()[:16]
+    return hashlib.sha256("\0".join(gen_args(entry)).encode()).hexdigest()[:16]
 
 
 def tree_name(entry, side):
@@ -390,13 +401,14 @@ class Runner:
         key = fixture_key(entry)
         path = self.path("fixtures", f"{entry['op']}-{key}.safetensors")
         if not os.path.isfile(path):
-            command = [self.deltaproof, "gen", *entry["trigger"]["gen"], "--threads",
+            command = [self.deltaproof, "gen", *gen_args(entry), "--threads",
                        str(self.args.gen_threads), "--overwrite", "--out", path]
             code, seconds = run_logged(command, self.path("logs", f"gen-{key}.txt"), self.left())
             if code != 0:
                 return {"path": path, "error": f"gen exit {code} after {seconds} s: "
                         + tail(self.path("logs", f"gen-{key}.txt"), 3).strip()}
-        return {"path": path, "sha256": sha256_file(path), "gen": entry["trigger"]["gen"]}
+        return {"path": path, "sha256": sha256_file(path), "gen": entry["trigger"]["gen"],
+                **({"packed": entry["trigger"]["packed"]} if "packed" in entry["trigger"] else {})}
 
     def tree(self, entry, side):
         name = tree_name(entry, side)
@@ -409,6 +421,7 @@ class Runner:
         if self.args.candidate_command:  # tests: a stand-in for fla_candidate.py
             return [sys.executable, self.args.candidate_command, fixture, "--out", out]
         command = [sys.executable, CANDIDATE, fixture, "--out", out,
+                   "--phase", entry["trigger"].get("phase", "bwd"),
                    *entry["trigger"].get("candidate", [])]
         if not self.args.full_autotune:
             command.append("--first-config")
@@ -458,7 +471,7 @@ class Runner:
         tools = entry.get("sanitize", []) if self.args.sanitize is None else self.args.sanitize
         record["sanitizers"] = [self.sanitize(entry, name, fixture, tool, env) for tool in tools
                                 if self.left() > 60]
-        record["verdict"] = side_verdict(side, record)
+        record["verdict"] = side_verdict(side, record, entry["expect"].get("refusal"))
         return record
 
     def sanitize(self, entry, name, fixture, tool, env):
@@ -497,7 +510,13 @@ class Runner:
         return result
 
 
-def side_verdict(side, record):
+def side_verdict(side, record, refusal=None):
+    """caught / missed for the buggy version; green / red for the fixed one, or refused when
+    it raised a message that matches the entry's `refusal` (the fix is a guard)."""
+    crash = record.get("crash", {})
+    if (side == "fixed" and refusal and crash.get("kind") == "raised"
+            and re.search(refusal, crash.get("message", ""))):
+        return "refused"
     evidence = bool(record.get("crash")) or (record.get("gate", {}).get("verdict") == "fail") or any(
         (s.get("errors") or 0) > 0 for s in record.get("sanitizers", []))
     ran = "gate" in record and record["gate"].get("verdict") in ("pass", "fail") or "crash" in record
