@@ -5,6 +5,8 @@ here, two bugs and their fixes) replayed with a stand-in candidate script
 `gate check`:
   - a 3% scaling bug: buggy caught by the gate (every term red), fixed green;
   - a kernel that raises: buggy caught as a crash with the kernel's message;
+  - a fix that is a guard, on a packed trigger: buggy caught, fixed `refused` (its
+    message matches the entry's `refusal`);
   - a version that does not import without a compat edit: the edit applied, and
     recorded in the report;
   - refused with a sentence (exit 2): a compat edit that touches a line the fix
@@ -88,11 +90,19 @@ def main():
         c2 = commit(repo, {"fla/ops/fake.py": "SCALE = 1.0\nRAISE = 'Triton: BK too large'\n"},
                     "the crash")
         c3 = commit(repo, {"fla/ops/fake.py": "SCALE = 1.0\nRAISE = ''\n"}, "fix the crash")
+        c4 = commit(repo, {"fla/ops/fake.py": "SCALE = 0.9\nRAISE = ''\n"}, "a miscompile")
+        c5 = commit(repo, {"fla/ops/fake.py": "SCALE = 0.9\nRAISE = 'refuses BK=64 here'\n"},
+                    "a guard")
+        packed_gen = [a for a in GEN if a not in ("--T", "20")]
         stub = {"file": "fla/ops/__init__.py", "old": "import a_module_gone_from_today_s_torch\n",
                 "new": "", "why": "the module is gone; nothing of the kernel uses it"}
         corpus = {"schema": "deltaproof-real-bugs/1", "repository": str(repo), "entries": [
             entry("scaling", c1, c0, compat=[stub]),
-            entry("crash", c3, c2, bug_class="crash", compat=[stub])]}
+            entry("crash", c3, c2, bug_class="crash", compat=[stub]),
+            entry("guard", c5, c4, bug_class="miscompile", compat=[stub],
+                  trigger={"gen": packed_gen, "packed": {"sequences": 4, "length": 5},
+                           "precision": "f32", "why": "test"},
+                  expect={"buggy": "caught", "fixed": "refused", "refusal": "refuses BK=64"})]}
         corpus_path = tmp / "corpus.json"
         corpus_path.write_text(json.dumps(corpus))
 
@@ -103,7 +113,7 @@ def main():
         import tarfile
         with tarfile.open(out / "trees.tar.xz") as t:
             names = set(t.getnames())
-        check({f"{e}-{s}/fla/ops/fake.py" for e in ("scaling", "crash") for s in ("buggy", "fixed")}
+        check({f"{e}-{s}/fla/ops/fake.py" for e in ("scaling", "crash", "guard") for s in ("buggy", "fixed")}
               <= names and "manifest.json" in names, "one bundle holds every version")
 
         result = replay("run", "--corpus", corpus_path, "--trees", out / "trees.tar.xz", "--out", out,
@@ -111,7 +121,7 @@ def main():
         check(result.returncode == 0, "run: every entry as expected (exit 0)",
               result.stdout + result.stderr)
         report = json.loads((out / "replay.json").read_text())
-        scaling, crash = report["entries"]
+        scaling, crash, guard = report["entries"]
         b, f = scaling["sides"]["buggy"], scaling["sides"]["fixed"]
         check(b["verdict"] == "caught" and b["gate"]["verdict"] == "fail"
               and set(b["gate"]["red_terms"]) >= {"o", "ht", "dq"},
@@ -130,6 +140,11 @@ def main():
               and "Triton: BK too large" in cb["crash"]["message"],
               "the crash is caught with the kernel's message", json.dumps(cb, indent=1))
         check(crash["sides"]["fixed"]["verdict"] == "green", "the crash's fix is green")
+        check(guard["sides"]["buggy"]["verdict"] == "caught"
+              and guard["sides"]["fixed"]["verdict"] == "refused"
+              and guard["fixture"]["packed"] == {"sequences": 4, "length": 5},
+              "a packed trigger (4 x 5 tokens) and a fix that is a guard: caught, then refused",
+              json.dumps(guard, indent=1))
         result = replay("table", out / "replay.json")
         check(result.returncode == 0 and "| scaling (" in result.stdout
               and "raised: AssertionError: Triton: BK too large" in result.stdout,
