@@ -111,49 +111,19 @@ kernels::Precision precision_class(const std::string& name) {
 
 namespace {
 
-// One line per gate: verdict, name, the worst term against its bar.
+// One line per gate, the verdict painted on a terminal; the reasons of a gate
+// that is not green below it.
 void print_result(const gates::GateResult& r) {
-  const gates::TermComparison* worst = nullptr;
-  for (const auto& t : r.terms)
-    if (t.status != gates::TermStatus::not_compared && (!worst || !(t.margin >= worst->margin)))
-      worst = &t;
   const std::string verdict = r.verdict == gates::Verdict::pass      ? paint("PASS", "32")
                               : r.verdict == gates::Verdict::skipped ? paint("SKIP", "33")
                                                                      : paint("FAIL", "31;1");
-  std::string detail;
-  const bool exact =
-      !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
-        return t.status == gates::TermStatus::pass && t.rel == 0.0;
-      });
-  if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate's relations
-    // bitwise (no bar), but for split-call's splits inside a chunk, held to
-    // the oracle's bars, and cuda-chunk's packing, held to its bars against
-    // each sequence alone
-    const auto held =
-        std::count_if(r.terms.begin(), r.terms.end(), [](const auto& t) { return t.bar > 0; });
-    const auto total = static_cast<long>(r.terms.size());
-    if (total > 0)
-      detail = held == 0 ? fmt::format("{} relations, bitwise", total)
-               : r.kind == "packing"
-                   ? fmt::format("{} relations at the bars, against each sequence alone", total)
-                   : fmt::format("{} relations: {} bitwise, {} at the oracle's bars", total,
-                                 total - held, held);
-  } else if (exact) {
-    detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
-  } else if (worst) {
-    detail = fmt::format("worst {} rel {} / bar {:.1e}", worst->term,
-                         gates::figure_text(worst->rel), worst->bar);
-  }
-  if (!r.gradients_compared) detail += " [forward only: no gradient compared]";
-  fmt::print("{} {:<44} {} ({:.2f} s)\n", verdict, r.name, detail, r.seconds);
-  if (r.verdict != gates::Verdict::pass)
-    for (const auto& reason : r.reasons) fmt::print("       {}\n", reason);
+  fmt::print("{}", gates::result_lines(r, verdict));
 }
 
 void write_report(const std::string& path, const std::vector<gates::GateResult>& results,
                   const std::string& command) {
   if (path.empty()) return;
-  write_text_atomically(path, gates::make_report(results, command).dump(2) + "\n");
+  write_text_atomically(path, gates::report_text(results, command));
   fmt::print("report: {}\n", path);
 }
 
@@ -223,17 +193,7 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
   std::optional<kernels::Phase> phase;
   if (!a.phase.empty()) phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
   const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, precision, phase);
-  // the candidate's error beside its class's same-precision baseline and the bar they give
-  fmt::print("  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>10} {:>23}  {:>8}  worst\n", "term",
-             "status", "baseline", "rel", "bar", "margin", "alpha", "allowed band", "min-det");
-  for (const auto& t : r.terms)
-    fmt::print(
-        "  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>+10.2e} [{:>+10.2e},{:>+10.2e}]  {:>8}  "
-        "({}) = ({})\n",
-        t.term, gates::status_name(t.status), gates::figure_text(t.noise.baseline_rel),
-        gates::figure_text(t.rel), gates::figure_text(t.bar), gates::figure_text(t.margin),
-        t.noise.alpha, t.noise.alpha_lo, t.noise.alpha_hi, gates::figure_text(t.noise.mde),
-        t.index_names, fmt::join(t.worst_index, ","));
+  fmt::print("{}", gates::check_table(r));
   print_result(r);
   write_report(a.report, {r}, command_line);
   return r.passed() ? 0 : 1;

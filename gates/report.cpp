@@ -6,12 +6,14 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <limits>
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/process.hpp"
@@ -215,6 +217,62 @@ nlohmann::json make_report(const std::vector<GateResult>& results, const std::st
             {"seconds", seconds}}},
           {"verdict", verdict_name(failed > 0 ? Verdict::fail : Verdict::pass)},
           {"gates", gates}};
+}
+
+std::string report_text(const std::vector<GateResult>& results, const std::string& command) {
+  return make_report(results, command).dump(2) + "\n";
+}
+
+std::string result_lines(const GateResult& r, const std::string& verdict_word) {
+  const TermComparison* worst = nullptr;
+  for (const auto& t : r.terms)
+    if (t.status != TermStatus::not_compared && (!worst || !(t.margin >= worst->margin)))
+      worst = &t;
+  std::string detail;
+  const bool exact =
+      !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
+        return t.status == TermStatus::pass && t.rel == 0.0;
+      });
+  if (r.kind != "oracle" && r.kind != "check") {  // a metamorphic gate's relations
+    // bitwise (no bar), but for split-call's splits inside a chunk, held to
+    // the oracle's bars, and cuda-chunk's packing, held to its bars against
+    // each sequence alone
+    const auto held =
+        std::count_if(r.terms.begin(), r.terms.end(), [](const auto& t) { return t.bar > 0; });
+    const auto total = static_cast<long>(r.terms.size());
+    if (total > 0)
+      detail = held == 0 ? fmt::format("{} relations, bitwise", total)
+               : r.kind == "packing"
+                   ? fmt::format("{} relations at the bars, against each sequence alone", total)
+                   : fmt::format("{} relations: {} bitwise, {} at the oracle's bars", total,
+                                 total - held, held);
+  } else if (exact) {
+    detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
+  } else if (worst) {
+    detail = fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure_text(worst->rel),
+                         worst->bar);
+  }
+  if (!r.gradients_compared) detail += " [forward only: no gradient compared]";
+  std::string text =
+      fmt::format("{} {:<44} {} ({:.2f} s)\n", verdict_word, r.name, detail, r.seconds);
+  if (r.verdict != Verdict::pass)
+    for (const auto& reason : r.reasons) text += fmt::format("       {}\n", reason);
+  return text;
+}
+
+std::string check_table(const GateResult& r) {
+  // the candidate's error beside its class's same-precision baseline and the bar they give
+  std::string text =
+      fmt::format("  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>10} {:>23}  {:>8}  worst\n", "term",
+                  "status", "baseline", "rel", "bar", "margin", "alpha", "allowed band", "min-det");
+  for (const auto& t : r.terms)
+    text += fmt::format(
+        "  {:<6} {:<13} {:>9} {:>9} {:>9} {:>7}  {:>+10.2e} [{:>+10.2e},{:>+10.2e}]  {:>8}  "
+        "({}) = ({})\n",
+        t.term, status_name(t.status), figure_text(t.noise.baseline_rel), figure_text(t.rel),
+        figure_text(t.bar), figure_text(t.margin), t.noise.alpha, t.noise.alpha_lo,
+        t.noise.alpha_hi, figure_text(t.noise.mde), t.index_names, fmt::join(t.worst_index, ","));
+  return text;
 }
 
 }  // namespace deltaproof::gates

@@ -18,6 +18,18 @@ inline constexpr const char* kReportSchema = "deltaproof-report/1";
 inline constexpr const char* kToolVersion = "deltaproof 0.1.0";
 
 nlohmann::json make_report(const std::vector<GateResult>& results, const std::string& command);
+// The text a report file holds: make_report's JSON indented by 2, and a newline.
+std::string report_text(const std::vector<GateResult>& results, const std::string& command);
+
+// What `gate run` and `gate check` print for a result: one line of the verdict
+// word (as given: the CLI paints it on a terminal), the gate's name, its worst
+// term against its bar (or its relations' count) and its time; below it each
+// reason of a gate that is not green (red terms, worst index, red chunks).
+std::string result_lines(const GateResult& r, const std::string& verdict_word);
+// The table `gate check` prints above that line: per term its status, the
+// class's baseline error, the candidate's, the bar, the margin, alpha and its
+// allowed band, the minimum detectable scaling and the worst index.
+std::string check_table(const GateResult& r);
 
 // One gate of a report read back (a report written by another process): what
 // GateResult::to_json wrote, but a term's noise figures. A figure written as

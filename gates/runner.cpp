@@ -189,7 +189,17 @@ GateResult run_gate(const Gate& gate, const RunOptions& options) {
 GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_path,
                            Precision precision, std::optional<Phase> phase_wanted) {
   const auto start = std::chrono::steady_clock::now();
-  const SafetensorsFile candidate = read_safetensors(candidate_path);
+  GateResult r =
+      check_candidate(fixture, read_safetensors(candidate_path), candidate_path.filename().string(),
+                      candidate_path.string(), precision, phase_wanted);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+GateResult check_candidate(const fs::path& fixture, const SafetensorsFile& candidate,
+                           const std::string& name, const std::string& source, Precision precision,
+                           std::optional<Phase> phase_wanted) {
+  const auto start = std::chrono::steady_clock::now();
   // a candidate with no gradient is checked forward only, and says so
   bool has_gradients = false;
   for (Op op : {Op::gdn2, Op::kda})  // gdn's gradients are kda's
@@ -198,7 +208,7 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   const Phase phase = phase_wanted.value_or(has_gradients ? Phase::bwd : Phase::fwd);
   const LoadedFixture f = load_fixture(fixture, phase);
   GateResult r;
-  r.name = fmt::format("check.{}.{}", op_name(f.job.shape.op), candidate_path.filename().string());
+  r.name = fmt::format("check.{}.{}", op_name(f.job.shape.op), name);
   r.kind = "check";
   r.op = op_name(f.job.shape.op);
   auto backend = candidate.metadata.find("backend");
@@ -207,7 +217,7 @@ GateResult check_candidate(const fs::path& fixture, const fs::path& candidate_pa
   r.gradients_compared = phase == Phase::bwd;
   r.precision = precision_name(precision);
   r.fixture = f.info;
-  const auto values = candidate_values(candidate, candidate_path, f.job.shape, phase);
+  const auto values = candidate_values(candidate, source, f.job.shape, phase);
   // the bars of this fixture: its precision class's noise (gates/noise.hpp)
   const NoiseModel noise = measure_noise(f.job.shape, f.job.inputs, phase, f.reference, precision);
   r.terms = judge_against_noise(f.job.shape, phase, noise, values, f.reference);

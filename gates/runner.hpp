@@ -112,6 +112,12 @@ std::map<std::string, std::vector<double>> candidate_values(const SafetensorsFil
 GateResult check_candidate(const std::filesystem::path& fixture,
                            const std::filesystem::path& candidate, Precision precision,
                            std::optional<kernels::Phase> phase = std::nullopt);
+// The same check of a candidate already in memory (the Python package's
+// check_outputs): `name` stands where the candidate file's name stands in the
+// gate's name (check.<op>.<name>), `source` names the candidate in errors.
+GateResult check_candidate(const std::filesystem::path& fixture, const SafetensorsFile& candidate,
+                           const std::string& name, const std::string& source, Precision precision,
+                           std::optional<kernels::Phase> phase = std::nullopt);
 
 struct NoiseModel;
 // The bars of a noise-calibrated check, as the report holds them.
