@@ -2,6 +2,7 @@
 # scripts/setup.sh — installs everything deltaproof needs on a fresh Debian
 # machine (run as root), then configures and builds build/ (Release).
 # Dependencies come from Debian's packages and, for the Python-side checks, PyPI;
+# last, it installs the Python package deltaproof from python/ (pip install ./python);
 # Chromium (headless) for the HTML report's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ packages=(cmake make g++ clang libclang-rt-14-dev python3 python3-pip git
           libboost-dev libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
           libcli11-dev libfmt-dev libvalijson-dev
           chromium chromium-driver python3-selenium fonts-dejavu-core
-          python3-clang libclang1-14)
+          python3-clang libclang1-14 python3-dev pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -47,5 +48,20 @@ if ! python3 -c 'import clang.cindex' 2>/dev/null; then
     python3 -m pip install --quiet --break-system-packages "clang==14.0"
 fi
 
-cmake --preset release >/dev/null
+# the Python package's tests (tests/python/package) run with pytest; ml_dtypes is
+# numpy's bfloat16, which check_outputs takes
+if ! python3 -c 'import pytest, ml_dtypes' 2>/dev/null; then
+  echo "setup: installing pytest and ml_dtypes from PyPI"
+  python3 -m pip install --quiet pytest ml_dtypes 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages pytest ml_dtypes
+fi
+
+# build/ also makes the Python package's compiled core (DELTAPROOF_PYTHON: the
+# target deltaproof_py, for the python3 found here), which `pip install ./python`
+# then takes from it without building anything else
+cmake --preset release -DDELTAPROOF_PYTHON=ON \
+  -DPython3_EXECUTABLE="$(python3 -c 'import sys; print(sys.executable)')" >/dev/null
 cmake --build build -j "$(nproc)"
+echo "setup: installing the Python package deltaproof (pip install ./python)"
+python3 -m pip install --quiet ./python 2>/dev/null ||
+  python3 -m pip install --quiet --break-system-packages ./python

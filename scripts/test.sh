@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh — set up, build, and run every test: ctest (unit tests, CLI
 # tests, `gen --check fixtures/`, `falsify patch` in a scratch worktree), the
-# Python load check of every committed fixture, the falsification campaign of
+# Python load check of every committed fixture, the Python package's pytest
+# tests (tests/python/package), the falsification campaign of
 # the catalog on the CPU backends (falsify build, and `ctest -L falsify`), the
 # HTML report in headless Chromium (tests/browser/html_report_test.py), and
 # 60 seconds of libFuzzer on the safetensors reader.
@@ -23,6 +24,9 @@ python3 scripts/check_fixtures.py fixtures
 echo "== Python: falsify/mutants.py finds every operator's sites with libclang, and its"
 echo "   schemata switched on match the hand edits"
 python3 tests/python/mutants_test.py
+echo "== Python: the package deltaproof (pip install ./python): fixtures, check_outputs green"
+echo "   and red, bad input, and the report byte for byte the one \`gate check\` writes"
+python3 -m pytest -p no:cacheprovider -q tests/python/package
 echo "== Python: scripts/alpha_contributions.py finds a head's 1% scaling"
 python3 tests/python/alpha_contributions_test.py
 

@@ -1,0 +1,108 @@
+"""deltaproof.check_outputs: the gate judgement of `deltaproof gate check` on
+outputs held in memory, with no file between.
+
+The C++ side runs the same function as the CLI (gates::check_candidate): the
+bars and bias bands from the precision class's noise on this fixture, every
+term compared, the same report JSON.
+"""
+
+import json
+from collections.abc import Mapping
+
+from deltaproof import _core
+from deltaproof._arrays import raw_tensor
+from deltaproof._fixture import Fixture
+
+PRECISIONS = ("f32", "tf32", "bf16")
+
+
+class Report:
+    """A check's verdict and its report.
+
+    passed: the verdict. summary(): what `gate check` prints (each term's
+    status, baseline error, rel, bar, margin, alpha and band, worst index; the
+    verdict line; each red reason, with the red chunks). json(): the text of
+    the report file `gate check --report` writes (reports/schema/report-v1).
+    data: that JSON as a dict.
+    """
+
+    def __init__(self, text, passed, summary):
+        self._text = text
+        self._summary = summary.rstrip("\n")
+        self.passed = bool(passed)
+        self.data = json.loads(text)
+
+    def summary(self):
+        return self._summary
+
+    def json(self):
+        return self._text
+
+    def save(self, path):
+        """Writes the report file (for `deltaproof report show|html`)."""
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(self._text)
+
+    def __repr__(self):
+        gate = self.data["gates"][0]
+        return f"<deltaproof.Report {gate['name']}: {'PASS' if self.passed else 'FAIL'}>"
+
+
+def _phase(fixture, outputs, phase):
+    """The phase checked: as given, else bwd when any gradient is given (as `gate check`)."""
+    if phase is not None:
+        if phase not in ("fwd", "bwd"):
+            raise _core.InputError(f"unknown phase {phase!r}; pass 'fwd', 'bwd' or None.")
+        return phase
+    gradients = set(fixture.output_names("bwd")) - set(fixture.output_names("fwd"))
+    return "bwd" if gradients & set(outputs) else "fwd"
+
+
+def check_outputs(fixture, outputs, precision="f32", phase=None, *, name="outputs", backend=None):
+    """Judges a kernel's outputs against a fixture, as `deltaproof gate check` does.
+
+    fixture: a Fixture or a fixture's path. outputs: {name: array} with o, ht
+    and (for phase 'bwd') every gradient, in FLA layout, as numpy arrays or
+    torch tensors of float32, float16, bfloat16 or float64. precision: the
+    kernel's class, 'f32', 'tf32' or 'bf16' (docs/PRECISION.md). phase: 'fwd'
+    (o and ht), 'bwd' (every gradient too), or None: bwd when any gradient is
+    given. name: the gate is check.<op>.<name>. backend: the report's backend
+    ('external' when None).
+
+    Raises deltaproof.InputError, naming the tensor and what was expected, on
+    a missing or unknown tensor, a wrong shape or dtype. A NaN is no error: it
+    is a red verdict.
+    """
+    if not isinstance(fixture, Fixture):
+        fixture = Fixture(fixture)
+    if not isinstance(outputs, Mapping):
+        raise _core.InputError(
+            f"outputs is a {type(outputs).__name__}; pass a dict of name -> array "
+            f"({', '.join(fixture.output_names('bwd'))})."
+        )
+    if precision not in PRECISIONS:
+        raise _core.InputError(
+            f"unknown precision class {precision!r}; pass 'f32', 'tf32' or 'bf16'."
+        )
+    known = fixture.output_names("bwd")
+    for key in outputs:
+        if key not in known:
+            raise _core.InputError(
+                f"outputs[{key!r}]: a {fixture.op} fixture has no output of that name; its outputs "
+                f"are {', '.join(known)}."
+            )
+    phase_checked = _phase(fixture, outputs, phase)
+    needed = fixture.output_names(phase_checked)
+    missing = [key for key in needed if key not in outputs]
+    if missing:
+        raise _core.InputError(
+            f"outputs: missing {', '.join(repr(key) for key in missing)}; a {phase_checked} "
+            f"check of a {fixture.op} fixture needs {', '.join(needed)}."
+        )
+    raw = {key: raw_tensor(f"outputs[{key!r}]", outputs[key]) for key in needed}
+    command = (
+        f"deltaproof.check_outputs({fixture.path!r}, precision={precision!r}, phase={phase!r}, "
+        f"name={name!r})"
+    )
+    result = _core.check(fixture.path, raw, name, backend, precision, phase, command)
+    return Report(result["json"], result["passed"], result["summary"])

@@ -1,0 +1,70 @@
+"""deltaproof.load_fixture: a fixture written by `deltaproof gen`, read by the
+C++ reader (which refuses a malformed file, naming the tensor)."""
+
+import os
+
+from deltaproof import _core
+from deltaproof._arrays import numpy_of
+
+
+class Fixture:
+    """A fixture: its metadata, its tensors as numpy arrays (float64 in FLA
+    layout; cu_seqlens int64), and the kernel's view of its shape.
+
+    Attributes: path, metadata (dict of str), tensors (dict of arrays), op,
+    B, T, H, HV, K, V, chunk, scale, cu_seqlens (a list; empty when dense).
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        raw = _core.read_fixture(self.path)
+        self.metadata = dict(raw["metadata"])
+        self.tensors = {name: numpy_of(*tensor) for name, tensor in raw["tensors"].items()}
+        shape = raw["shape"]
+        self.op = shape["op"]
+        self.B, self.T, self.H, self.HV = shape["B"], shape["T"], shape["H"], shape["HV"]
+        self.K, self.V, self.chunk, self.scale = (
+            shape["K"],
+            shape["V"],
+            shape["chunk"],
+            shape["scale"],
+        )
+        self.cu_seqlens = list(shape["cu_seqlens"])
+        self._input_names = list(raw["inputs"])
+        self._output_names = {phase: list(names) for phase, names in raw["outputs"].items()}
+        self._output_shapes = {name: tuple(s) for name, s in raw["output_shapes"].items()}
+
+    def output_names(self, phase="bwd"):
+        """The tensors a candidate holds: o and ht ('fwd'), and every gradient ('bwd')."""
+        if phase not in self._output_names:
+            raise _core.InputError(f"unknown phase {phase!r}; pass 'fwd' or 'bwd'.")
+        return list(self._output_names[phase])
+
+    def output_shape(self, name):
+        """The FLA shape a candidate's output `name` must have."""
+        if name not in self._output_shapes:
+            raise _core.InputError(
+                f"{name!r} is no output of a {self.op} fixture; its outputs are "
+                f"{', '.join(self._output_shapes)}."
+            )
+        return self._output_shapes[name]
+
+    @property
+    def inputs(self):
+        """The inputs and cotangents (q, k, v, ..., do, dht) a kernel reads."""
+        return {name: self.tensors[name] for name in self._input_names if name in self.tensors}
+
+    def reference(self, phase="bwd"):
+        """The oracle's outputs: o, ht and (bwd) every gradient."""
+        return {name: self.tensors[name] for name in self.output_names(phase)}
+
+    def __repr__(self):
+        return (
+            f"<deltaproof.Fixture {self.path}: {self.op} B{self.B} T{self.T} H{self.H} "
+            f"HV{self.HV} K{self.K} V{self.V} chunk {self.chunk}>"
+        )
+
+
+def load_fixture(path):
+    """Reads a fixture (a safetensors file written by `deltaproof gen`)."""
+    return Fixture(path)

@@ -1,0 +1,141 @@
+// python/src/core.cpp — deltaproof._core, the compiled core of the Python
+// package (pybind11): reads a fixture, and judges a candidate held in memory
+// with the gates' own check (gates::check_candidate, what `deltaproof gate
+// check` runs), so its report is the one the CLI writes for the same tensors.
+// Tensors cross as (safetensors dtype name, shape, little-endian bytes);
+// python/deltaproof/_arrays.py makes those of numpy arrays and torch tensors.
+// Built as the CMake target deltaproof_py (python/CMakeLists.txt); python/setup.py
+// builds it for `pip install ./python`.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/safetensors.hpp"
+#include "gates/fixture_io.hpp"
+#include "gates/noise.hpp"
+#include "gates/report.hpp"
+#include "gates/runner.hpp"
+
+namespace py = pybind11;
+
+namespace deltaproof::python {
+namespace {
+
+// (dtype name, shape, bytes): a tensor as it crosses into Python and back.
+using RawTensor = std::tuple<std::string, Shape, py::bytes>;
+
+RawTensor raw_tensor(const Tensor& tensor) {
+  const auto bytes = tensor.bytes();
+  return {std::string(dtype_name(tensor.dtype())), tensor.shape(),
+          py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size())};
+}
+
+Tensor tensor_of(const std::string& name, const RawTensor& raw) {
+  const auto& [dtype, shape, data] = raw;
+  const std::string_view view = data;
+  std::vector<std::byte> bytes(view.size());
+  std::memcpy(bytes.data(), view.data(), view.size());
+  const DType parsed = parse_dtype(dtype, fmt::format("outputs['{}']", name));
+  return Tensor(parsed, shape, std::move(bytes));
+}
+
+kernels::Phase phase_of(const std::string& name) {
+  if (name == "fwd") return kernels::Phase::fwd;
+  if (name == "bwd") return kernels::Phase::bwd;
+  throw InputError(fmt::format("unknown phase '{}'; pass 'fwd', 'bwd' or None.", name));
+}
+
+// A fixture's tensors and metadata, the kernel's view of its shape, and the
+// names and shapes of the outputs a candidate for it holds.
+py::dict read_fixture(const std::string& path) {
+  const SafetensorsFile file = read_safetensors(path);
+  const kernels::KernelShape shape = gates::job_from_file(file, path, kernels::Phase::bwd, 0).shape;
+  py::dict tensors;
+  for (const auto& [name, tensor] : file.tensors) tensors[py::str(name)] = raw_tensor(tensor);
+  py::dict output_shapes;
+  for (const auto& name : kernels::kernel_output_names(shape.op, kernels::Phase::bwd))
+    output_shapes[py::str(name)] = gates::tensor_shape(shape, name);
+  py::dict kernel_shape;
+  kernel_shape["op"] = std::string(op_name(shape.op));
+  kernel_shape["B"] = shape.B;
+  kernel_shape["T"] = shape.T;
+  kernel_shape["H"] = shape.H;
+  kernel_shape["HV"] = shape.value_heads();
+  kernel_shape["K"] = shape.K;
+  kernel_shape["V"] = shape.V;
+  kernel_shape["chunk"] = shape.chunk;
+  kernel_shape["scale"] = shape.scale;
+  kernel_shape["cu_seqlens"] = shape.cu_seqlens;
+  py::dict result;
+  result["metadata"] = file.metadata;
+  result["tensors"] = tensors;
+  result["shape"] = kernel_shape;
+  result["inputs"] = kernels::kernel_input_names(shape.op);
+  result["outputs"] =
+      py::dict(py::arg("fwd") = kernels::kernel_output_names(shape.op, kernels::Phase::fwd),
+               py::arg("bwd") = kernels::kernel_output_names(shape.op, kernels::Phase::bwd));
+  result["output_shapes"] = output_shapes;
+  return result;
+}
+
+// gates::check_candidate on tensors in memory; returns the report's text, the
+// verdict, and what `gate check` prints (its table, the verdict line and reasons).
+py::dict check(const std::string& fixture, const std::map<std::string, RawTensor>& outputs,
+               const std::string& name, const std::optional<std::string>& backend,
+               const std::string& precision_text, const std::optional<std::string>& phase_text,
+               const std::string& command) {
+  const auto precision = kernels::parse_precision(precision_text);
+  if (!precision)
+    throw InputError(
+        fmt::format("unknown precision class '{}'; pass 'f32', 'tf32' or 'bf16'.", precision_text));
+  std::optional<kernels::Phase> phase;
+  if (phase_text) phase = phase_of(*phase_text);
+  SafetensorsFile candidate;
+  for (const auto& [tensor_name, raw] : outputs)
+    candidate.tensors.emplace(tensor_name, tensor_of(tensor_name, raw));
+  if (backend) candidate.metadata["backend"] = *backend;
+  gates::GateResult result;
+  std::string text;
+  {
+    py::gil_scoped_release released;  // the noise model runs the ensemble: seconds
+    result = gates::check_candidate(fixture, candidate, name, "outputs", *precision, phase);
+    text = gates::report_text({result}, command);
+  }
+  py::dict out;
+  out["json"] = text;
+  out["passed"] = result.passed();
+  out["summary"] =
+      gates::check_table(result) + gates::result_lines(result, result.passed() ? "PASS" : "FAIL");
+  return out;
+}
+
+}  // namespace
+}  // namespace deltaproof::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace deltaproof::python;
+  m.doc() = "deltaproof's compiled core: fixtures and the gate check (python/src/core.cpp)";
+  // every InputError (a FormatError too) of the C++ side: bad input, a sentence naming it
+  py::register_exception<deltaproof::InputError>(m, "InputError", PyExc_ValueError);
+  m.def("read_fixture", &read_fixture, py::arg("path"));
+  m.def("check", &check, py::arg("fixture"), py::arg("outputs"), py::arg("name"),
+        py::arg("backend"), py::arg("precision"), py::arg("phase"), py::arg("command"));
+  m.def(
+      "set_noise_cache",
+      [](const std::string& folder) { deltaproof::gates::set_noise_cache(folder); },
+      py::arg("folder"));
+  m.attr("report_schema") = deltaproof::gates::kReportSchema;
+  m.attr("tool_version") = deltaproof::gates::kToolVersion;
+}
