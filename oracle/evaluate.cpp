@@ -118,4 +118,30 @@ double loss_f64(const Problem& problem, int threads, const GeneratorFaults& faul
   return evaluate<double>(problem, false, threads, faults).loss;
 }
 
+std::vector<double> loss_f64_along(const Problem& problem, const std::string& tensor,
+                                   const std::vector<double>& direction,
+                                   const std::vector<double>& steps, int threads,
+                                   const GeneratorFaults& faults) {
+  const FixtureSpec& s = problem.spec;
+  const double scale = s.scale();
+  const std::vector<SequenceRef> refs = sequences(s);
+  // the loss of sequence n at step i, at n * steps.size() + i
+  std::vector<double> losses(refs.size() * steps.size());
+  parallel_for(static_cast<int>(refs.size()), threads, [&](int index) {
+    const SequenceRef& r = refs[static_cast<std::size_t>(index)];
+    const Mat<double> dout = sequence_tokens<double>(s, problem.at("do"), s.V, r);
+    const Mat<double> dht = sequence_state<double>(s, problem.at("dht"), r);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Sequence<double> x = cut_sequence<double>(problem, r, {tensor, &direction, steps[i]});
+      losses[static_cast<std::size_t>(index) * steps.size() + i] =
+          loss(forward(x, scale, false, faults), dout, dht);
+    }
+  });
+  // summed over the sequences in their order, as evaluate sums its loss
+  std::vector<double> totals(steps.size(), 0.0);
+  for (std::size_t n = 0; n < refs.size(); ++n)
+    for (std::size_t i = 0; i < steps.size(); ++i) totals[i] += losses[n * steps.size() + i];
+  return totals;
+}
+
 }  // namespace deltaproof::oracle

@@ -24,6 +24,16 @@ OracleOutput evaluate_quad(const Problem& problem, bool with_gradients, int thre
 // L in double, forward only: the function finite differences differentiate.
 double loss_f64(const Problem& problem, int threads, const GeneratorFaults& faults = {});
 
+// loss_f64 of the problem with input `tensor` moved by step x direction
+// (selfcheck.hpp: moved), at each of `steps`, bit for bit, in one pass over
+// the sequences: each sequence is cut from its own displaced slice, so no
+// step copies the whole problem (the finite-difference and Taylor checks ask
+// for some 170 such losses).
+std::vector<double> loss_f64_along(const Problem& problem, const std::string& tensor,
+                                   const std::vector<double>& direction,
+                                   const std::vector<double>& steps, int threads,
+                                   const GeneratorFaults& faults = {});
+
 // The names of the output and gradient tensors of a spec, in report order:
 // o ht dq dk dv dg db dw (dbeta) dh0.
 std::vector<std::string> output_names(const FixtureSpec& spec);

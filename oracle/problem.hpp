@@ -107,11 +107,31 @@ inline std::vector<std::size_t> sequence_offsets(const FixtureSpec& s, const Ten
   return out;
 }
 
+// An input tensor read moved by step x direction (the same flat layout),
+// value + step * direction, as selfcheck.hpp's moved() leaves it, without a
+// copy of the whole problem; nothing moves when `tensor` is empty.
+struct Displacement {
+  std::string tensor;
+  const std::vector<double>* direction = nullptr;
+  double step = 0.0;
+};
+
+// A tensor's flat values as a sequence reads them: as stored, or displaced.
+struct DisplacedValues {
+  const std::vector<double>& values;
+  const std::vector<double>* direction = nullptr;  // null: as stored
+  double step = 0.0;
+  double operator[](std::size_t at) const {
+    return direction ? values[at] + step * (*direction)[at] : values[at];
+  }
+};
+
 // Copies one token tensor's slice of a sequence into a length x width matrix:
 // the key head's for q and k (`key_side`), the value head's otherwise.
-template <class S>
-Mat<S> sequence_tokens(const FixtureSpec& s, const std::vector<double>& values, int width,
-                       const SequenceRef& r, bool key_side = false) {
+// `values` is a flat tensor (std::vector<double> or DisplacedValues).
+template <class S, class Values>
+Mat<S> sequence_tokens(const FixtureSpec& s, const Values& values, int width, const SequenceRef& r,
+                       bool key_side = false) {
   Mat<S> out(r.length(), width);
   for (int t = r.begin; t < r.end; ++t)
     for (int i = 0; i < width; ++i)
@@ -119,29 +139,52 @@ Mat<S> sequence_tokens(const FixtureSpec& s, const std::vector<double>& values, 
   return out;
 }
 
-template <class S>
-Mat<S> sequence_state(const FixtureSpec& s, const std::vector<double>& values,
-                      const SequenceRef& r) {
+template <class S, class Values>
+Mat<S> sequence_state(const FixtureSpec& s, const Values& values, const SequenceRef& r) {
   Mat<S> out(s.K, s.V);
   for (int i = 0; i < s.K; ++i)
     for (int j = 0; j < s.V; ++j) out(i, j) = S(values[sequence_state_offset(s, r, i, j)]);
   return out;
 }
 
-// The sequence in gdn2 form (core/gdn2_form.hpp: kda/gdn's beta becomes b
-// over K and w over V; gdn's scalar g is broadcast over K).
+// A length x width matrix from a flat row-major buffer (a sequence's slice).
 template <class S>
-Sequence<S> cut_sequence(const Problem& p, const SequenceRef& r) {
+Mat<S> token_rows(const std::vector<double>& flat, int length, int width) {
+  Mat<S> out(length, width);
+  for (int t = 0; t < length; ++t)
+    for (int i = 0; i < width; ++i) out(t, i) = S(flat[static_cast<std::size_t>(t) * width + i]);
+  return out;
+}
+
+// The sequence in gdn2 form (core/gdn2_form.hpp: kda/gdn's beta becomes b
+// over K and w over V; gdn's scalar g is broadcast over K), its input
+// `along.tensor` displaced. The gate inputs are cut to the sequence's own
+// tokens before gdn2_gates broadcasts them: broadcasting the whole problem's
+// for every sequence cost O(tokens x heads) a sequence, quadratic in the
+// number of packed sequences.
+template <class S>
+Sequence<S> cut_sequence(const Problem& p, const SequenceRef& r, const Displacement& along = {}) {
   const FixtureSpec& s = p.spec;
+  auto read = [&](const std::string& name) {
+    return name == along.tensor ? DisplacedValues{p.at(name), along.direction, along.step}
+                                : DisplacedValues{p.at(name)};
+  };
   Sequence<S> x;
-  x.q = sequence_tokens<S>(s, p.at("q"), s.K, r, on_key_head("q"));
-  x.k = sequence_tokens<S>(s, p.at("k"), s.K, r, on_key_head("k"));
-  x.v = sequence_tokens<S>(s, p.at("v"), s.V, r);
-  const Gdn2Gates<double> gates = gdn2_gates(s.op, s.K, s.V, p.values);
-  x.g = sequence_tokens<S>(s, gates.g, s.K, r);
-  x.b = sequence_tokens<S>(s, gates.b, s.K, r);
-  x.w = sequence_tokens<S>(s, gates.w, s.V, r);
-  x.h0 = sequence_state<S>(s, p.at("h0"), r);
+  x.q = sequence_tokens<S>(s, read("q"), s.K, r, on_key_head("q"));
+  x.k = sequence_tokens<S>(s, read("k"), s.K, r, on_key_head("k"));
+  x.v = sequence_tokens<S>(s, read("v"), s.V, r);
+  TensorMap gate_inputs;  // g, and b w (gdn2) or beta (kda, gdn): [length, per token]
+  for (const auto& layout : input_layouts(s)) {
+    if (layout.name == "q" || layout.name == "k" || layout.name == "v" || layout.is_state) continue;
+    const DisplacedValues whole = read(layout.name);
+    std::vector<double>& part = gate_inputs[layout.name];
+    for (const std::size_t offset : sequence_offsets(s, layout, r)) part.push_back(whole[offset]);
+  }
+  const Gdn2Gates<double> gates = gdn2_gates(s.op, s.K, s.V, gate_inputs);
+  x.g = token_rows<S>(gates.g, r.length(), s.K);
+  x.b = token_rows<S>(gates.b, r.length(), s.K);
+  x.w = token_rows<S>(gates.w, r.length(), s.V);
+  x.h0 = sequence_state<S>(s, read("h0"), r);
   return x;
 }
 

@@ -3,6 +3,8 @@
 // refused by the gradient checks, a cut carry by the liveness check.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/safetensors.hpp"
 #include "oracle/fixture.hpp"
 
@@ -47,6 +49,34 @@ INSTANTIATE_TEST_SUITE_P(All, EveryOpAndRegime,
                            return std::string(op_name(std::get<0>(info.param))) + "_" +
                                   std::string(regime_name(std::get<1>(info.param)));
                          });
+
+// loss_f64_along, which the finite-difference and Taylor checks read, is
+// loss_f64 of the moved problem bit for bit: every input of every op, packed
+// sequences of grouped value heads, the generator's faults on and off.
+TEST(SelfChecks, LossAlongADirectionIsTheMovedProblemsLossBitForBit) {
+  for (Op op : {Op::gdn2, Op::kda, Op::gdn}) {
+    FixtureSpec s;
+    s.op = op;
+    s.H = 2, s.HV = 4, s.K = 4, s.V = 3, s.chunk = 16, s.seed = 5;
+    s.cu_seqlens = {0, 1, 2, 19, 40};  // 1 token, a chunk plus 1, over a chunk
+    s.T = 40;
+    const Problem p = draw_problem(s);
+    GeneratorFaults cut;
+    cut.cut_carry_every = 3;
+    for (const GeneratorFaults& faults : {GeneratorFaults{}, cut}) {
+      const std::vector<double> steps = {0.5, -1.0 / 3, 1e-5, -2.5e-7};
+      for (const auto& layout : input_layouts(s)) {
+        Direction d{layout.name, std::vector<double>(p.at(layout.name).size())};
+        for (std::size_t i = 0; i < d.values.size(); ++i)
+          d.values[i] = std::sin(1.0 + static_cast<double>(i));
+        const std::vector<double> along = loss_f64_along(p, d.tensor, d.values, steps, 2, faults);
+        for (std::size_t i = 0; i < steps.size(); ++i)
+          EXPECT_EQ(along[i], loss_f64(moved(p, d, steps[i]), 1, faults))
+              << op_name(op) << " " << layout.name << " step " << steps[i];
+      }
+    }
+  }
+}
 
 TEST(SelfChecks, DoubleExpInTheDecayIsRefused) {
   GenerateOptions options;
