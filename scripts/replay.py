@@ -588,7 +588,8 @@ def evidence(side):
     parts = []
     gate = side.get("gate", {})
     for term in gate.get("terms", []):
-        if term["status"] != "pass":
+        # a gradient left uncompared because its output is not finite adds nothing
+        if term["status"] not in ("pass", "not-compared"):
             nonfinite = f", {term['non_finite']} non-finite" if term["non_finite"] else ""
             ratio = (f"{term['rel'] / term['bar']:.3g}x bar" if term["rel"] is not None
                      and term["bar"] else "n/a")
