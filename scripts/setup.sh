@@ -2,7 +2,8 @@
 # scripts/setup.sh — installs everything deltaproof needs on a fresh Debian
 # machine (run as root), then configures and builds build/ (Release).
 # Dependencies come from Debian's packages and, for the Python-side checks, PyPI;
-# last, it installs the Python package deltaproof from python/ (pip install ./python);
+# last, it installs the Python package deltaproof from python/ (pip install ./python;
+# torch, from PyPI, runs its candidate callables in the tests);
 # Chromium (headless) for the HTML report's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,16 @@ if ! python3 -c 'import pytest, ml_dtypes' 2>/dev/null; then
   echo "setup: installing pytest and ml_dtypes from PyPI"
   python3 -m pip install --quiet pytest ml_dtypes 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages pytest ml_dtypes
+fi
+
+# the Python package's tests run candidate callables (deltaproof.check on the torch
+# references of deltaproof.reference) with torch on the CPU. PyPI's wheel is the one
+# these registries offer (it brings CUDA libraries a CPU machine leaves unused); a torch
+# that already imports is kept
+if ! python3 -c 'import torch' 2>/dev/null; then
+  echo "setup: installing torch from PyPI"
+  python3 -m pip install --quiet torch 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages torch
 fi
 
 # build/ also makes the Python package's compiled core (DELTAPROOF_PYTHON: the

@@ -2,28 +2,67 @@
 kernels (gdn2, kda, gdn), from Python.
 
     import deltaproof
-    fixture = deltaproof.load_fixture("fixtures/kda/t40-c16.safetensors")
-    report = deltaproof.check_outputs(fixture, {"o": o, "ht": ht, "dq": dq, ...}, precision="bf16")
+    from fla.ops.kda import chunk_kda
+    report = deltaproof.check(chunk_kda, fixture="kda/t64-c64", precision="f32")
     assert report.passed, report.summary()
 
-The judgement is the C++ gate check's (`deltaproof gate check`), run in this
-process on the arrays given: the same verdict and the same report JSON.
+check() builds the inputs of a fixture as torch tensors, calls the candidate
+with FLA's signature, runs its backward with the fixture's cotangents, and
+judges the outputs with check_outputs: the C++ gate check (`deltaproof gate
+check`) run in this process, the same verdict and the same report JSON.
+deltaproof.reference holds the token recurrence of each op in torch.
+
+Names are loaded on first use: deltaproof.candidate and deltaproof.reference
+need torch but not the compiled core (examples/fla_candidate.py uses them on a
+machine where the core is not built); check_outputs, load_fixture and the rest
+need the core (pip install ./python builds it).
 """
 
-from deltaproof._check import PRECISIONS, Report, check_outputs
-from deltaproof._core import InputError, report_schema, set_noise_cache, tool_version
-from deltaproof._fixture import Fixture, load_fixture
+import importlib
+import importlib.util
 
-InputError.__module__ = "deltaproof"  # raised by both sides: deltaproof.InputError
+from deltaproof._errors import CandidateError, InputError
+
 __version__ = "0.1.0"
-__all__ = [
-    "PRECISIONS",
-    "Fixture",
-    "InputError",
-    "Report",
-    "check_outputs",
-    "load_fixture",
-    "report_schema",
-    "set_noise_cache",
-    "tool_version",
-]
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "PRECISIONS": "deltaproof._check",
+    "Report": "deltaproof._check",
+    "check_outputs": "deltaproof._check",
+    "Fixture": "deltaproof._fixture",
+    "load_fixture": "deltaproof._fixture",
+    "report_schema": "deltaproof._core",
+    "set_noise_cache": "deltaproof._core",
+    "tool_version": "deltaproof._core",
+    "check": "deltaproof.candidate",
+    "run_candidate": "deltaproof.candidate",
+    "fixtures_folder": "deltaproof._fixture",
+}
+_SUBMODULES = ("candidate", "reference")
+_NEEDS_CORE = {"deltaproof._check", "deltaproof._core", "deltaproof._fixture", "deltaproof._gate"}
+
+__all__ = sorted(["CandidateError", "InputError", *_EXPORTS, *_SUBMODULES])
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"deltaproof.{name}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'deltaproof' has no attribute {name!r}")
+    module_name = _EXPORTS[name]
+    if module_name in _NEEDS_CORE and importlib.util.find_spec("deltaproof._core") is None:
+        raise ImportError(
+            f"deltaproof.{name} needs the compiled core deltaproof._core, which is not built "
+            "here: pip install ./python from the repository root (it builds the CMake target "
+            "deltaproof_py)",
+            name="deltaproof._core",
+        )
+    module = importlib.import_module(module_name)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -2,8 +2,10 @@
 C++ reader (which refuses a malformed file, naming the tensor)."""
 
 import os
+from pathlib import Path
 
 from deltaproof import _core
+from deltaproof._errors import InputError
 from deltaproof._arrays import numpy_of
 
 
@@ -68,3 +70,27 @@ class Fixture:
 def load_fixture(path):
     """Reads a fixture (a safetensors file written by `deltaproof gen`)."""
     return Fixture(path)
+
+
+def fixtures_folder(directory=None):
+    """The folder of the committed fixtures (one with a manifest.json): the
+    directory given; else $DELTAPROOF_FIXTURES; else the nearest fixtures/
+    holding a manifest.json from the working directory up. Committed fixtures
+    are named by their path in it less the extension: 'kda/t40-c16'."""
+    if directory is None:
+        directory = os.environ.get("DELTAPROOF_FIXTURES")
+    if directory is not None:
+        folder = Path(directory)
+        if not (folder / "manifest.json").is_file():
+            raise InputError(
+                f"{folder} holds no manifest.json; pass the folder `deltaproof gen --all` wrote "
+                "(the repository's fixtures/)."
+            )
+        return folder
+    for parent in (Path.cwd(), *Path.cwd().parents):
+        if (parent / "fixtures" / "manifest.json").is_file():
+            return parent / "fixtures"
+    raise InputError(
+        f"no fixtures/manifest.json in {Path.cwd()} or above it; pass directory=, set "
+        "DELTAPROOF_FIXTURES, or run from the repository."
+    )

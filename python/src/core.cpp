@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -127,8 +128,19 @@ py::dict check(const std::string& fixture, const std::map<std::string, RawTensor
 PYBIND11_MODULE(_core, m) {
   using namespace deltaproof::python;
   m.doc() = "deltaproof's compiled core: fixtures and the gate check (python/src/core.cpp)";
-  // every InputError (a FormatError too) of the C++ side: bad input, a sentence naming it
-  py::register_exception<deltaproof::InputError>(m, "InputError", PyExc_ValueError);
+  // every InputError (a FormatError too) of the C++ side: bad input, a sentence naming it.
+  // Raised as deltaproof.InputError, the class of python/deltaproof/_errors.py, so that one
+  // class is caught whichever side refused the input.
+  static const py::handle input_error =
+      py::object(py::module_::import("deltaproof._errors").attr("InputError")).release();
+  m.attr("InputError") = input_error;
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const deltaproof::InputError& error) {
+      PyErr_SetString(input_error.ptr(), error.what());
+    }
+  });
   m.def("read_fixture", &read_fixture, py::arg("path"));
   m.def("check", &check, py::arg("fixture"), py::arg("outputs"), py::arg("name"),
         py::arg("backend"), py::arg("precision"), py::arg("phase"), py::arg("command"));
