@@ -14,6 +14,7 @@ a compile alone. The wall time of the first call is printed.
     python examples/fla_candidate.py fixtures/kda/t64-c64.safetensors \
         --out kda-t64.candidate.safetensors [--dtype bf16|f32] [--allow-tf32] [--first-config]
         [--config BK=32,num_warps=4] [--function fused_recurrent] [--phase fwd] [--poison-tail]
+        [--device cpu]
 
 Exit codes: 0 written; 1 the candidate could not be set up (no GPU, FLA does not
 import, the fixture is unreadable); 3 the kernel raised while it ran (its forward or
@@ -32,47 +33,29 @@ do and dht, and o, ht and the gradients "d" + input name are written in the dtyp
 FLA returns them in (bf16 stays bf16, f32 stays f32: lossless; `gate check`
 reads F32, F16 and BF16). The metadata records the autotuning ("first-config"
 or "full") and the first call's wall time.
+
+The inputs, the call and the backward are the Python package's
+(deltaproof.run_candidate, python/deltaproof/candidate.py: FLA's layout, scale, g
+form, cu_seqlens and identity options); this script adds FLA's setup (precision
+flags, autotuning, which function) and writes the file. That part of the package
+needs torch, not its compiled core: where the package is not installed, this
+repository's python/ is imported. --device cpu runs on the CPU (a stand-in `fla`
+whose functions are torch code: tests/python/package/test_fla_candidate.py).
 """
 import argparse
 import importlib
-import inspect
 import logging
 import os
 import sys
 import time
+import types
 
-# op -> (FLA module, function, inputs in FLA's positional order). Signatures:
-#   fla/ops/gdn2/chunk.py            chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None,
-#       output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
-#       cu_seqlens=None, ..., safe_gate=False, ..., **kwargs) -> (o, final_state)
-#   fla/ops/kda/chunk.py             chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
-#       output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
-#       use_beta_sigmoid_in_kernel=False, ..., safe_gate=False, ..., cu_seqlens=None, ...) -> (o, final_state)
-#   fla/ops/gated_delta_rule/chunk.py  chunk_gated_delta_rule(q, k, v, g, beta, scale=None,
-#       initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False,
-#       use_beta_sigmoid_in_kernel=False, ..., cu_seqlens=None, ..., **kwargs) -> (o, final_state)
-# All three take g as the per-token log-decay (natural log, NOT cumulative: FLA does the
-# chunk-local cumsum itself), beta as [B,T,H], tokens-first layout (head_first is gone), and
-# backpropagate into initial_state (dh0). kda and gdn2 assert that initial_state is float32.
-OPS = {
-    "gdn2": ("fla.ops.gdn2", "chunk_gdn2", ("q", "k", "v", "g", "b", "w")),
-    "kda": ("fla.ops.kda", "chunk_kda", ("q", "k", "v", "g", "beta")),
-    "gdn": ("fla.ops.gated_delta_rule", "chunk_gated_delta_rule", ("q", "k", "v", "g", "beta")),
-}
-# Switch off every transformation the fixture's function does not have: q and k are already
-# l2-normalised, g is already the log-decay, beta/b/w are already gates. Options that a given FLA
-# version lacks are dropped below (the transformation they switch off does not exist there).
-# Older versions (before 2025-07) also took head_first, some defaulting to True (heads-first
-# layout); the fixture is tokens-first.
-IDENTITY_OPTIONS = dict(use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
-                        use_beta_sigmoid_in_kernel=False, safe_gate=False, cu_seqlens=None,
-                        head_first=False)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # --function fused_recurrent: the token-by-token kernels (forward only for kda), called by keyword.
 RECURRENT = {
     "kda": ("fla.ops.kda", "fused_recurrent_kda"),
     "gdn": ("fla.ops.gated_delta_rule", "fused_recurrent_gated_delta_rule"),
 }
-POISON_PAD = 1 << 16  # --poison-tail: NaN elements after each input's last one
 KERNEL_RAISED = 3  # the exit code when the kernel itself raised (scripts/replay.py: a crash)
 
 
@@ -87,6 +70,18 @@ def kernel_raised(error):
     message = " ".join(str(error).split())
     print(f"fla_candidate: the kernel raised {type(error).__name__}: {message}", file=sys.stderr)
     sys.exit(KERNEL_RAISED)
+
+
+def import_candidate():
+    """deltaproof.candidate: the installed package's, else this repository's python/."""
+    try:
+        from deltaproof import candidate
+    except ImportError:
+        for name in [m for m in sys.modules if m == "deltaproof" or m.startswith("deltaproof.")]:
+            del sys.modules[name]
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        from deltaproof import candidate
+    return candidate
 
 
 def main():
@@ -108,9 +103,11 @@ def main():
     parser.add_argument("--phase", choices=["fwd", "bwd"], default="bwd",
                         help="bwd (default): forward and backward; fwd: o and ht only")
     parser.add_argument("--poison-tail", action="store_true",
-                        help=f"place each input at the start of a larger buffer whose other "
-                             f"{POISON_PAD} elements are NaN: a load past an input's end (a missing "
+                        help="place each input at the start of a larger buffer whose other "
+                             "elements are NaN: a load past an input's end (a missing "
                              "mask) turns results NaN instead of reading harmless neighbours")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="where the inputs go (default cuda; cpu: a stand-in fla in tests)")
     args = parser.parse_args()
     if os.path.exists(args.out) and os.path.samefile(args.out, args.fixture):
         fail("--out is the fixture itself; choose another path")
@@ -121,17 +118,20 @@ def main():
         from safetensors.torch import load_file, save_file
     except ImportError as e:
         fail(f"{e.name} is not installed (pip install torch safetensors)")
+    candidate = import_candidate()
     with safe_open(args.fixture, framework="pt") as f:
         meta = f.metadata() or {}
     op = meta.get("op")
-    if op not in OPS:
-        fail(f"{args.fixture}: unknown op {op!r} in its metadata (expected one of {', '.join(OPS)})")
+    if op not in candidate.FLA_FUNCTIONS:
+        fail(f"{args.fixture}: unknown op {op!r} in its metadata (expected one of "
+             f"{', '.join(candidate.FLA_FUNCTIONS)})")
     dtype = args.dtype or meta.get("dtype", "f32")
     if dtype == "bf16" and meta.get("dtype") != "bf16":
         print("warning: the fixture's inputs are f32; casting them to bf16 rounds them, so the gate "
               "measures input rounding too (make a bf16 fixture: deltaproof gen --dtype bf16)")
     precision = "bf16" if dtype == "bf16" else "tf32" if args.allow_tf32 else "f32"
-    if not torch.cuda.is_available():
+    on_gpu = args.device == "cuda"
+    if on_gpu and not torch.cuda.is_available():
         fail("no CUDA device: FLA's Triton kernels need a GPU")
 
     # Precision. Triton's fp32 tl.dot is TF32 unless TRITON_F32_DEFAULT=ieee; set it, and
@@ -145,7 +145,7 @@ def main():
     os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
     logging.basicConfig(format="%(name)s: %(message)s")
     logging.getLogger("fla").setLevel(logging.INFO)  # FLA logs which backend each call took
-    module_name, function_name, input_names = OPS[op]
+    module_name, function_name = candidate.FLA_FUNCTIONS[op]
     if args.function == "fused_recurrent":
         if op not in RECURRENT:
             fail(f"--function fused_recurrent: no recurrent kernel is wired for op {op}")
@@ -181,93 +181,51 @@ def main():
         fn = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as e:
         fail(f"cannot load {module_name}.{function_name} ({e}); pip install fla-core")
-    params = inspect.signature(fn).parameters
-    if op == "gdn2" and "w" not in params:
+    import inspect
+    if op == "gdn2" and "w" not in inspect.signature(fn).parameters:
         fail("this FLA's chunk_gdn2 is the older scalar-beta form; a version whose chunk_gdn2 "
              "takes (q, k, v, g, b, w) is needed, e.g. fla-core 0.6.0")
-    if precision == "f32" and torch.cuda.get_device_capability()[0] >= 8:
+    if on_gpu and precision == "f32" and torch.cuda.get_device_capability()[0] >= 8:
         print("note: on Ampere and newer FLA fixes TF32 for the intra-chunk triangular solve "
               "(SOLVE_TRIL_DOT_PRECISION in fla/ops/*/chunk_intra.py, gated_delta_rule/chunk_fwd.py); "
               "if the f32 bars fail, compare with --allow-tf32")
 
-    # Inputs on the GPU, as leaves that require grad. q k v b w beta in the compute dtype; g and
-    # h0 in float32 as FLA's own tests pass them (exact: the values are representable in dtype).
-    cpu = load_file(args.fixture)
-    dt = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    x = {}
-    for name in input_names + ("h0",):
-        want = torch.float32 if name in ("g", "h0") else dt
-        value = cpu[name].to(device="cuda", dtype=want).contiguous()
-        if args.poison_tail:  # a view of a larger NaN buffer: still contiguous, no copy by FLA
-            buffer = torch.full((value.numel() + POISON_PAD,), float("nan"), device="cuda",
-                                dtype=want)
-            value = buffer[:value.numel()].view(value.shape).copy_(value)
-        x[name] = value.requires_grad_(args.phase == "bwd")
-
-    # The kernel, with scale from the metadata (decimal string, K^-1/2) and the final state.
-    # FLA uses its own chunk size (64; gdn2 accepts only 64): the function does not depend on it.
-    options = dict(IDENTITY_OPTIONS, scale=float(meta["scale"]), initial_state=x["h0"],
-                   output_final_state=True)
-    # Packed sequences (issue 14, docs/VARLEN.md): the fixture's I64 cu_seqlens, as FLA takes
-    # them (batch 1, one h0 and ht per sequence). Grouped value heads need nothing: v, the gates
-    # and the states already carry HV heads, q and k H, in FLA's layout.
-    if "cu_seqlens" in cpu:
-        if "cu_seqlens" not in params:
-            fail(f"this FLA's {function_name} takes no cu_seqlens")
-        options["cu_seqlens"] = cpu["cu_seqlens"].to(device="cuda", dtype=torch.long)
-        if "cu_seqlens_cpu" in params:
-            options["cu_seqlens_cpu"] = cpu["cu_seqlens"].to(dtype=torch.long)
-    if cpu["v"].shape[2] != cpu["q"].shape[2]:
-        print(f"grouped value heads: H={cpu['q'].shape[2]}, HV={cpu['v'].shape[2]}")
-    for name in list(options):
-        if name not in params and name not in ("scale", "initial_state", "output_final_state"):
-            del options[name]
-    start = time.perf_counter()
-    try:
-        if args.function == "chunk":
-            o, ht = fn(*(x[n] for n in input_names), **options)[:2]
-        else:  # by keyword: the recurrent kernels put other parameters between the inputs
-            o, ht = fn(**{n: x[n] for n in input_names}, **options)[:2]
-        torch.cuda.synchronize()
-    except Exception as error:  # an assertion, a Triton compile error, a CUDA fault: a result
-        kernel_raised(error)
-    forward_s = time.perf_counter() - start
-
-    # Backward of L = <o, do> + <ht, dht>: each cotangent in its output's dtype.
-    backward_s = 0.0
-    if args.phase == "bwd":
-        if not o.requires_grad:
-            fail(f"{function_name} returned no graph (a forward-only kernel): pass --phase fwd")
-        do = cpu["do"].to(device="cuda", dtype=o.dtype)
-        dht = cpu["dht"].to(device="cuda", dtype=ht.dtype)
-        start = time.perf_counter()
-        try:
-            torch.autograd.backward([o, ht], [do, dht])
-            torch.cuda.synchronize()
-        except Exception as error:
-            kernel_raised(error)
-        backward_s = time.perf_counter() - start
+    # The fixture's tensors as read by safetensors (the compiled core is not needed here). The
+    # package builds the inputs (q k v b w beta in the compute dtype; g and h0 in float32 as
+    # FLA's own tests pass them), calls FLA with scale from the metadata (decimal string,
+    # K^-1/2), h0 and the final state, and a packed fixture's cu_seqlens; FLA uses its own chunk
+    # size (64; gdn2 accepts only 64): the function does not depend on it.
+    tensors = load_file(args.fixture)
+    cu_seqlens = tensors["cu_seqlens"].tolist() if "cu_seqlens" in tensors else []
+    fixture = types.SimpleNamespace(op=op, scale=float(meta["scale"]), tensors=tensors,
+                                    cu_seqlens=cu_seqlens)
+    if tensors["v"].shape[2] != tensors["q"].shape[2]:
+        print(f"grouped value heads: H={tensors['q'].shape[2]}, HV={tensors['v'].shape[2]}")
+    try:  # by keyword for the recurrent kernels: they put other parameters between the inputs
+        run = candidate.run_candidate(fn, fixture, precision, args.phase, device=args.device,
+                                      poison_tail=args.poison_tail,
+                                      by_keyword=args.function != "chunk")
+    except candidate.CandidateError as error:  # an assertion, a Triton compile error, a CUDA fault
+        kernel_raised(error.error)
+    except candidate.InputError as error:  # no cu_seqlens, no graph, a misshapen output
+        fail(f"{function_name}: {error}")
     autotune = f"config {args.config}" if args.config else (
         "first-config" if args.first_config else "full")
-    print(f"first call ({autotune} autotuning, compile included): forward {forward_s:.1f} s, "
-          f"backward {backward_s:.1f} s, total {forward_s + backward_s:.1f} s")
+    print(f"first call ({autotune} autotuning, compile included): forward {run.forward_s:.1f} s, "
+          f"backward {run.backward_s:.1f} s, total {run.forward_s + run.backward_s:.1f} s")
+    for name in run.missing:
+        print(f"warning: FLA produced no gradient for {name[1:]}; {name} is left out of the candidate")
 
-    out = {"o": o, "ht": ht}
-    for name in input_names + ("h0",) if args.phase == "bwd" else ():
-        if x[name].grad is None:
-            print(f"warning: FLA produced no gradient for {name}; d{name} is left out of the candidate")
-        else:
-            out["d" + name] = x[name].grad
     # FLA's own dtype (lossless); anything but bf16 and f32 (none seen) as float32.
     out = {k: (v if v.dtype in (torch.bfloat16, torch.float32) else v.float()).detach().contiguous().cpu()
-           for k, v in out.items()}
+           for k, v in run.outputs.items()}
     save_file(out, args.out, metadata={
         "format": "deltaproof-candidate/1", "backend": f"fla-{function_name}", "op": op,
         "phase": args.phase, "precision": precision, "poison_tail": str(args.poison_tail).lower(), "dtype": dtype, "fixture": args.fixture,
-        "autotune": autotune, "first_call_forward_s": f"{forward_s:.3f}",
-        "first_call_backward_s": f"{backward_s:.3f}",
+        "autotune": autotune, "first_call_forward_s": f"{run.forward_s:.3f}",
+        "first_call_backward_s": f"{run.backward_s:.3f}",
         "fla_version": str(getattr(fla, "__version__", "unknown")), "torch_version": torch.__version__,
-        "device": torch.cuda.get_device_name()})
+        "device": torch.cuda.get_device_name() if on_gpu else "cpu"})
     dtypes = ", ".join(f"{k} {str(v.dtype).removeprefix('torch.')}" for k, v in sorted(out.items()))
     print(f"wrote {args.out}: {dtypes} ({op}, {dtype} inputs, class {precision})")
     print("gate it with:\n  build/bin/deltaproof gate check --fixture "
