@@ -10,6 +10,7 @@ check() builds the inputs of a fixture as torch tensors, calls the candidate
 with FLA's signature, runs its backward with the fixture's cotangents, and
 judges the outputs with check_outputs: the C++ gate check (`deltaproof gate
 check`) run in this process, the same verdict and the same report JSON.
+falsify() shows that the check goes red on faults injected into the candidate.
 deltaproof.reference holds the token recurrence of each op in torch.
 
 Names are loaded on first use: deltaproof.candidate and deltaproof.reference
@@ -37,6 +38,9 @@ _EXPORTS = {
     "tool_version": "deltaproof._core",
     "check": "deltaproof.candidate",
     "run_candidate": "deltaproof.candidate",
+    "falsify": "deltaproof._falsify",
+    "FAULTS": "deltaproof._falsify",
+    "FalsifyReport": "deltaproof._falsify",
     "fixtures_folder": "deltaproof._fixture",
 }
 _SUBMODULES = ("candidate", "reference")
