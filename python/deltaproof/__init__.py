@@ -10,7 +10,8 @@ check() builds the inputs of a fixture as torch tensors, calls the candidate
 with FLA's signature, runs its backward with the fixture's cotangents, and
 judges the outputs with check_outputs: the C++ gate check (`deltaproof gate
 check`) run in this process, the same verdict and the same report JSON.
-falsify() shows that the check goes red on faults injected into the candidate.
+falsify() shows that the check goes red on faults injected into the candidate;
+gate() parametrises a pytest test over committed fixtures (fixtures() lists them).
 deltaproof.reference holds the token recurrence of each op in torch.
 
 Names are loaded on first use: deltaproof.candidate and deltaproof.reference
@@ -42,6 +43,9 @@ _EXPORTS = {
     "FAULTS": "deltaproof._falsify",
     "FalsifyReport": "deltaproof._falsify",
     "fixtures_folder": "deltaproof._fixture",
+    "fixtures": "deltaproof._gate",
+    "gate": "deltaproof._gate",
+    "FixtureCase": "deltaproof._gate",
 }
 _SUBMODULES = ("candidate", "reference")
 _NEEDS_CORE = {"deltaproof._check", "deltaproof._core", "deltaproof._fixture", "deltaproof._gate"}
