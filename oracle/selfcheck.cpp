@@ -228,253 +228,303 @@ nlohmann::json per_tensor_rel(const std::vector<Direction>& directions,
   return detail;
 }
 
+// What every check of one run shares: the problem, its f64 outputs, the random
+// directions and the directional derivatives of the loss along them.
+struct Derivatives {
+  const Problem& problem;
+  const SelfCheckOptions& options;
+  const OracleOutput& f64;
+  std::vector<Direction> directions;
+  std::vector<double> forward;  // forward mode, per direction
+  std::vector<double> reverse;  // <reverse-sweep gradient, direction>
+};
+
+// 1. The reverse sweep against forward mode: every coordinate when there are
+// few, else the random directions.
+CheckFigure reverse_vs_forward_check(const Derivatives& d) {
+  const FixtureSpec& s = d.problem.spec;
+  const std::size_t coordinates = input_coordinate_count(s);
+  double worst = 0.0;
+  if (coordinates > d.options.coordinate_limit) {
+    const nlohmann::json detail = per_tensor_rel(d.directions, d.reverse, d.forward, worst);
+    return make_check("reverse_vs_forward_mode", worst, SelfCheckBars::reverse_vs_forward_mode,
+                      true,
+                      fmt::format("{} random directions per input tensor ({} coordinates), f64",
+                                  d.options.directions_per_tensor, coordinates),
+                      detail);
+  }
+  const TensorMap forward_gradient =
+      forward_mode_gradient(d.problem, d.options.threads, d.options.faults);
+  nlohmann::json detail = nlohmann::json::object();
+  for (const auto& layout : input_layouts(s)) {
+    const std::string name = gradient_name(layout.name);
+    const double rel = rel_max_error(d.f64.tensors.at(name), forward_gradient.at(name));
+    detail[name] = rel;
+    worst = std::max(worst, rel);
+  }
+  return make_check(
+      "reverse_vs_forward_mode", worst, SelfCheckBars::reverse_vs_forward_mode, true,
+      fmt::format("every coordinate ({}), f64; rel = max|rev-fwd|/max|fwd| per tensor",
+                  coordinates),
+      detail);
+}
+
+// 2. Central finite differences against forward mode, on the first
+// `fd_directions_per_tensor` directions of each input tensor.
+CheckFigure fd_check(const Derivatives& d) {
+  std::vector<Direction> fd_directions;
+  std::vector<double> fd, fd_forward;
+  double worst_estimate = 0.0;
+  const std::vector<double> points = sixth_order_fd_points();
+  for (std::size_t i = 0; i < d.directions.size(); ++i) {
+    if (static_cast<int>(i % d.options.directions_per_tensor) >= d.options.fd_directions_per_tensor)
+      continue;
+    const auto along =
+        loss_along(d.problem, d.directions[i], points, d.options.threads, d.options.faults);
+    const FdResult<double> result = central_derivative<double>(along);
+    fd_directions.push_back(d.directions[i]);
+    fd.push_back(result.derivative);
+    fd_forward.push_back(d.forward[i]);
+    worst_estimate = std::max(worst_estimate, result.error_estimate / std::abs(d.forward[i]));
+  }
+  double worst = 0.0;
+  nlohmann::json detail = per_tensor_rel(fd_directions, fd, fd_forward, worst);
+  detail["max_error_estimate_rel"] = worst_estimate;
+  return make_check(
+      "fd_vs_forward_mode", worst, SelfCheckBars::fd_vs_forward_mode, true,
+      fmt::format("6th-order central differences (Boost.Math, f64, exactly representable step) "
+                  "on {} random directions per input tensor",
+                  d.options.fd_directions_per_tensor),
+      detail);
+}
+
+// 3. The Taylor remainder of the reverse-sweep gradient, one direction per input tensor.
+CheckFigure taylor_check(const Derivatives& d) {
+  // remainders below ~8000 ulps of sum|terms of L| are rounding noise: unfitted
+  const double rounding_scale = 1024 * loss_magnitude(d.problem, d.f64.tensors);
+  std::vector<double> steps;
+  for (int e = 8; e <= 20; ++e) steps.push_back(std::ldexp(1.0, -e));
+  std::vector<TaylorDirection> taylor;
+  std::map<const Direction*, std::function<double(double)>> along;
+  for (std::size_t i = 0; i < d.directions.size(); i += d.options.directions_per_tensor) {
+    taylor.push_back({&d.directions[i], d.reverse[i]});
+    along[&d.directions[i]] =
+        loss_along(d.problem, d.directions[i], steps, d.options.threads, d.options.faults);
+  }
+  return taylor_remainder_check(
+      taylor, [&](const Direction& direction, double step) { return along.at(&direction)(step); },
+      d.f64.loss, steps, rounding_scale,
+      "slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, h = 2^-8..2^-20, one direction per input "
+      "tensor (f64); 2 = right gradient, 1 = wrong");
+}
+
+// 4. The f64 oracle against the quad one, on every output and gradient.
+CheckFigure f64_vs_quad_check(const OracleOutput& f64, const OracleOutput& quad) {
+  double worst = 0.0;
+  nlohmann::json detail = nlohmann::json::object();
+  for (const auto& [name, values] : quad.tensors) {
+    const double rel = rel_max_error(f64.tensors.at(name), values);
+    detail[name] = rel;
+    worst = std::max(worst, rel);
+  }
+  return make_check("f64_vs_quad", worst, SelfCheckBars::f64_vs_quad, true,
+                    "rel = max|f64-quad|/max|quad| on every output and gradient", detail);
+}
+
+// The number of chunks of the longest sequence.
+int most_chunks(const FixtureSpec& s) {
+  int most = 0;
+  for (const auto& r : sequences(s)) most = std::max(most, (r.length() + s.chunk - 1) / s.chunk);
+  return most;
+}
+
+// 5a. Not a resized copy: the smallest largest difference between a later chunk
+// of an input and its first chunk.
+double later_chunks_distinct(const Problem& problem) {
+  const FixtureSpec& s = problem.spec;
+  const std::vector<SequenceRef> refs = sequences(s);
+  const int C = s.chunk;
+  const int chunks = most_chunks(s);
+  double distinct = std::numeric_limits<double>::infinity();
+  for (const auto& layout : input_layouts(s)) {
+    if (layout.is_state) continue;
+    const auto& x = problem.at(layout.name);
+    const int width = layout.per_token();
+    auto at = [&](const SequenceRef& r, int t, int i) {
+      return x[sequence_token_offset(s, layout.width, r, t, i, layout.key_heads)];
+    };
+    for (int chunk = 1; chunk < chunks; ++chunk) {
+      double diff = 0.0;
+      for (const auto& r : refs)
+        for (int row = 0; row < C && chunk * C + row < r.length(); ++row)
+          for (int i = 0; i < width; ++i)
+            diff = std::max(
+                diff, std::abs(at(r, r.begin + chunk * C + row, i) - at(r, r.begin + row, i)));
+      distinct = std::min(distinct, diff);
+    }
+  }
+  return distinct;
+}
+
+// 5b. Forward liveness: the relative change of o past chunk 0 when chunk 0's k
+// and v scale by 1.5 (each entry once: a key head's k is shared by its group's
+// sequences).
+double forward_liveness(const Problem& problem, const OracleOutput& f64,
+                        const SelfCheckOptions& options) {
+  const FixtureSpec& s = problem.spec;
+  const std::vector<SequenceRef> refs = sequences(s);
+  Problem nudged = problem;
+  for (const auto& layout : input_layouts(s)) {
+    if (layout.name != "v" && layout.name != "k") continue;
+    auto& x = nudged.values[layout.name];
+    std::vector<char> scaled(x.size(), 0);
+    for (const auto& r : refs)
+      for (std::size_t at : sequence_offsets(s, layout, r, s.chunk))
+        if (!scaled[at]) x[at] *= 1.5, scaled[at] = 1;
+  }
+  const auto nudged_o =
+      evaluate<double>(nudged, false, options.threads, options.faults).tensors.at("o");
+  const auto& base_o = f64.tensors.at("o");
+  RelError moved;  // the nudged o past chunk 0 against the base o there
+  for (const auto& r : refs)
+    for (int t = r.begin + s.chunk; t < r.end; ++t)
+      for (int j = 0; j < s.V; ++j) {
+        const auto at = sequence_token_offset(s, s.V, r, t, j, false);
+        moved.add(nudged_o[at], base_o[at]);
+      }
+  return moved.rel();
+}
+
+// 5c. Backward liveness: chunk 0's gradients against those of the one-chunk
+// prefix, per gradient into `detail`; returns the largest.
+double backward_liveness(const Problem& problem, const OracleOutput& f64,
+                         const SelfCheckOptions& options, nlohmann::json& detail) {
+  const FixtureSpec& s = problem.spec;
+  const std::vector<SequenceRef> refs = sequences(s);
+  const Problem one_chunk = prefix_problem(problem, s.chunk);
+  const std::vector<SequenceRef> cut_refs = sequences(one_chunk.spec);
+  const auto prefix = evaluate<double>(one_chunk, true, options.threads, options.faults);
+  double live = 0.0;
+  for (const auto& layout : input_layouts(s)) {
+    const std::string name = gradient_name(layout.name);
+    const auto& full = f64.tensors.at(name);
+    const auto& cut = prefix.tensors.at(name);
+    RelError error;  // of the prefix's gradient against the full one's
+    if (layout.is_state) {
+      error = rel_error(cut, full);
+    } else {
+      for (std::size_t n = 0; n < refs.size(); ++n) {
+        const auto from = sequence_offsets(one_chunk.spec, layout, cut_refs[n]);
+        const auto to = sequence_offsets(s, layout, refs[n], s.chunk);
+        for (std::size_t i = 0; i < from.size(); ++i) error.add(cut[from[i]], full[to[i]]);
+      }
+    }
+    const double rel = error.rel();
+    detail["backward_" + name] = rel;
+    live = std::max(live, rel);
+  }
+  return live;
+}
+
+// 5. Multi-chunk liveness, over each sequence's own chunks.
+CheckFigure liveness_check(const Problem& problem, const OracleOutput& f64,
+                           const SelfCheckOptions& options) {
+  if (most_chunks(problem.spec) <= 1) {
+    CheckFigure c =
+        make_check("liveness", std::numeric_limits<double>::quiet_NaN(), SelfCheckBars::liveness,
+                   false, "not applicable: one chunk (T <= chunk) has no carry");
+    c.passed = true;
+    return c;
+  }
+  nlohmann::json detail = nlohmann::json::object();
+  const double distinct = later_chunks_distinct(problem);
+  detail["min_later_chunk_vs_first_chunk_input_diff"] = distinct;
+  const double forward = forward_liveness(problem, f64, options);
+  detail["forward"] = forward;
+  const double backward = backward_liveness(problem, f64, options, detail);
+  detail["backward"] = backward;
+  const double figure = distinct > 0.0 ? std::min(forward, backward) : 0.0;
+  return make_check(
+      "liveness", figure, SelfCheckBars::liveness, false,
+      "min of: rel change of later-chunk o when chunk-0 k,v scale by 1.5; rel change of chunk-0 "
+      "gradients vs the one-chunk prefix; (0 if a later chunk's inputs copy chunk 0)",
+      detail);
+}
+
+// 6. Per-path liveness: the share of each gradient carried by each cotangent
+// alone, and how far the cotangents' parts are from summing to the whole.
+PathLiveness path_liveness(const Problem& problem, const OracleOutput& f64,
+                           const SelfCheckOptions& options) {
+  const FixtureSpec& s = problem.spec;
+  PathLiveness paths;
+  paths.threshold = SelfCheckBars::path_share;
+  const auto cotangents = cotangent_layouts(s);
+  std::vector<OracleOutput> alone;
+  for (const auto& only : cotangents) {
+    Problem cut = problem;
+    for (const auto& other : cotangents)
+      if (other.name != only.name)
+        std::fill(cut.values[other.name].begin(), cut.values[other.name].end(), 0.0);
+    alone.push_back(evaluate<double>(cut, true, options.threads, options.faults));
+  }
+  for (std::size_t c = 0; c < cotangents.size(); ++c) {
+    for (const auto& name : gradient_names(s)) {
+      const auto& full = f64.tensors.at(name);
+      const auto& part = alone[c].tensors.at(name);
+      double part_max = 0.0, full_max = 0.0;
+      for (std::size_t i = 0; i < full.size(); ++i) {
+        part_max = std::max(part_max, std::abs(part[i]));
+        full_max = std::max(full_max, std::abs(full[i]));
+      }
+      PathShare p;
+      p.cotangent = cotangents[c].name;
+      p.gradient = name;
+      p.share = full_max == 0.0 ? std::numeric_limits<double>::quiet_NaN() : part_max / full_max;
+      p.structural = path_exists(p.cotangent, p.gradient);
+      p.covered = p.structural && std::isfinite(p.share) && p.share >= paths.threshold;
+      paths.paths.push_back(p);
+    }
+  }
+  for (const auto& name : gradient_names(s)) {
+    std::vector<double> sum = alone[0].tensors.at(name);
+    for (std::size_t c = 1; c < alone.size(); ++c)
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += alone[c].tensors.at(name)[i];
+    paths.linearity = std::max(paths.linearity, rel_max_error(sum, f64.tensors.at(name)));
+  }
+  return paths;
+}
+
 }  // namespace
 
 SelfCheckReport run_self_checks(const Problem& problem, const OracleOutput& quad,
                                 const SelfCheckOptions& options) {
-  const FixtureSpec& s = problem.spec;
-  const int threads = options.threads;
-  const GeneratorFaults& faults = options.faults;
   auto announce = [&](const std::string& name) {
     if (options.on_check) options.on_check(name);
   };
   SelfCheckReport report;
 
   announce("f64 oracle");
-  const OracleOutput f64 = evaluate<double>(problem, true, threads, faults);
-  const auto layouts = input_layouts(s);
-  const auto directions = random_directions(problem, options.directions_per_tensor);
-
+  const OracleOutput f64 = evaluate<double>(problem, true, options.threads, options.faults);
+  Derivatives d{problem, options, f64, random_directions(problem, options.directions_per_tensor),
+                {},      {}};
   announce("forward mode");
-  const std::vector<double> forward_dd =
-      forward_mode_directional(problem, directions, threads, faults);
-  std::vector<double> reverse_dd(directions.size());
-  for (std::size_t d = 0; d < directions.size(); ++d)
-    reverse_dd[d] = dot(f64.tensors.at(gradient_name(directions[d].tensor)), directions[d].values);
+  d.forward = forward_mode_directional(problem, d.directions, options.threads, options.faults);
+  for (const auto& direction : d.directions)
+    d.reverse.push_back(dot(f64.tensors.at(gradient_name(direction.tensor)), direction.values));
 
-  // 1. reverse sweep vs forward mode
-  {
-    const std::size_t coordinates = input_coordinate_count(s);
-    double worst = 0.0;
-    nlohmann::json detail = nlohmann::json::object();
-    std::string method;
-    if (coordinates <= options.coordinate_limit) {
-      const TensorMap forward_gradient = forward_mode_gradient(problem, threads, faults);
-      for (const auto& layout : layouts) {
-        const std::string name = gradient_name(layout.name);
-        const double rel = rel_max_error(f64.tensors.at(name), forward_gradient.at(name));
-        detail[name] = rel;
-        worst = std::max(worst, rel);
-      }
-      method = fmt::format("every coordinate ({}), f64; rel = max|rev-fwd|/max|fwd| per tensor",
-                           coordinates);
-    } else {
-      detail = per_tensor_rel(directions, reverse_dd, forward_dd, worst);
-      method = fmt::format("{} random directions per input tensor ({} coordinates), f64",
-                           options.directions_per_tensor, coordinates);
-    }
-    report.checks.push_back(make_check("reverse_vs_forward_mode", worst,
-                                       SelfCheckBars::reverse_vs_forward_mode, true, method,
-                                       detail));
-  }
-
-  // 2. central finite differences vs forward mode
+  report.checks.push_back(reverse_vs_forward_check(d));
   announce("finite differences");
-  {
-    std::vector<Direction> fd_directions;
-    std::vector<double> fd, fd_forward;
-    double worst_estimate = 0.0;
-    const std::vector<double> points = sixth_order_fd_points();
-    for (std::size_t d = 0; d < directions.size(); ++d) {
-      if (static_cast<int>(d % options.directions_per_tensor) >= options.fd_directions_per_tensor)
-        continue;
-      const auto along = loss_along(problem, directions[d], points, threads, faults);
-      const FdResult<double> result = central_derivative<double>(along);
-      fd_directions.push_back(directions[d]);
-      fd.push_back(result.derivative);
-      fd_forward.push_back(forward_dd[d]);
-      worst_estimate = std::max(worst_estimate, result.error_estimate / std::abs(forward_dd[d]));
-    }
-    double worst = 0.0;
-    nlohmann::json detail = per_tensor_rel(fd_directions, fd, fd_forward, worst);
-    detail["max_error_estimate_rel"] = worst_estimate;
-    report.checks.push_back(make_check(
-        "fd_vs_forward_mode", worst, SelfCheckBars::fd_vs_forward_mode, true,
-        fmt::format("6th-order central differences (Boost.Math, f64, exactly representable step) "
-                    "on {} random directions per input tensor",
-                    options.fd_directions_per_tensor),
-        detail));
-  }
-
-  // 3. Taylor remainder of the reverse-sweep gradient
+  report.checks.push_back(fd_check(d));
   announce("taylor remainder");
-  {
-    const double f0 = f64.loss;
-    // remainders below ~8000 ulps of sum|terms of L| are rounding noise: unfitted
-    const double rounding_scale = 1024 * loss_magnitude(problem, f64.tensors);
-    std::vector<double> steps;
-    for (int e = 8; e <= 20; ++e) steps.push_back(std::ldexp(1.0, -e));
-    std::vector<TaylorDirection> taylor;
-    std::map<const Direction*, std::function<double(double)>> along;
-    for (std::size_t d = 0; d < directions.size(); d += options.directions_per_tensor) {
-      taylor.push_back({&directions[d], reverse_dd[d]});
-      along[&directions[d]] = loss_along(problem, directions[d], steps, threads, faults);
-    }
-    report.checks.push_back(taylor_remainder_check(
-        taylor, [&](const Direction& d, double step) { return along.at(&d)(step); }, f0, steps,
-        rounding_scale,
-        "slope of log|L(x+hd)-L(x)-h<grad,d>| vs log h, h = 2^-8..2^-20, one direction per input "
-        "tensor (f64); 2 = right gradient, 1 = wrong"));
-  }
-
-  // 4. f64 vs quad
-  {
-    double worst = 0.0;
-    nlohmann::json detail = nlohmann::json::object();
-    for (const auto& [name, values] : quad.tensors) {
-      const double rel = rel_max_error(f64.tensors.at(name), values);
-      detail[name] = rel;
-      worst = std::max(worst, rel);
-    }
-    report.checks.push_back(make_check("f64_vs_quad", worst, SelfCheckBars::f64_vs_quad, true,
-                                       "rel = max|f64-quad|/max|quad| on every output and gradient",
-                                       detail));
-  }
-
-  // 5. multi-chunk liveness, over each sequence's own chunks
+  report.checks.push_back(taylor_check(d));
+  report.checks.push_back(f64_vs_quad_check(f64, quad));
   announce("liveness");
-  const std::vector<SequenceRef> refs = sequences(s);
-  int most_chunks = 0;
-  for (const auto& r : refs)
-    most_chunks = std::max(most_chunks, (r.length() + s.chunk - 1) / s.chunk);
-  if (most_chunks <= 1) {
-    CheckFigure c =
-        make_check("liveness", std::numeric_limits<double>::quiet_NaN(), SelfCheckBars::liveness,
-                   false, "not applicable: one chunk (T <= chunk) has no carry");
-    c.passed = true;
-    report.checks.push_back(c);
-  } else {
-    const int C = s.chunk;
-    nlohmann::json detail = nlohmann::json::object();
-    // (a) not a resized copy: each later chunk of each input differs from chunk 0
-    double distinct = std::numeric_limits<double>::infinity();
-    for (const auto& layout : layouts) {
-      if (layout.is_state) continue;
-      const auto& x = problem.at(layout.name);
-      const int width = layout.per_token();
-      for (int chunk = 1; chunk < most_chunks; ++chunk) {
-        double diff = 0.0;
-        for (const auto& r : refs)
-          for (int row = 0; row < C && chunk * C + row < r.length(); ++row)
-            for (int i = 0; i < width; ++i)
-              diff = std::max(
-                  diff,
-                  std::abs(x[sequence_token_offset(s, layout.width, r, r.begin + chunk * C + row, i,
-                                                   layout.key_heads)] -
-                           x[sequence_token_offset(s, layout.width, r, r.begin + row, i,
-                                                   layout.key_heads)]));
-        distinct = std::min(distinct, diff);
-      }
-    }
-    detail["min_later_chunk_vs_first_chunk_input_diff"] = distinct;
-    // (b) forward: later-chunk outputs move when chunk-0 inputs move (each
-    // entry once: a key head's k is shared by its group's sequences)
-    Problem nudged = problem;
-    for (const auto& layout : layouts) {
-      if (layout.name != "v" && layout.name != "k") continue;
-      auto& x = nudged.values[layout.name];
-      std::vector<char> scaled(x.size(), 0);
-      for (const auto& r : refs)
-        for (std::size_t at : sequence_offsets(s, layout, r, C))
-          if (!scaled[at]) x[at] *= 1.5, scaled[at] = 1;
-    }
-    const auto nudged_o = evaluate<double>(nudged, false, threads, faults).tensors.at("o");
-    const auto& base_o = f64.tensors.at("o");
-    RelError moved;  // the nudged o past chunk 0 against the base o there
-    for (const auto& r : refs)
-      for (int t = r.begin + C; t < r.end; ++t)
-        for (int j = 0; j < s.V; ++j) {
-          const auto at = sequence_token_offset(s, s.V, r, t, j, false);
-          moved.add(nudged_o[at], base_o[at]);
-        }
-    const double forward_live = moved.rel();
-    detail["forward"] = forward_live;
-    // (c) backward: chunk-0 gradients differ from those of the one-chunk prefix
-    const Problem one_chunk = prefix_problem(problem, C);
-    const std::vector<SequenceRef> cut_refs = sequences(one_chunk.spec);
-    const auto prefix = evaluate<double>(one_chunk, true, threads, faults);
-    double backward_live = 0.0;
-    for (const auto& layout : layouts) {
-      const std::string name = gradient_name(layout.name);
-      const auto& full = f64.tensors.at(name);
-      const auto& cut = prefix.tensors.at(name);
-      RelError error;  // of the prefix's gradient against the full one's
-      if (layout.is_state) {
-        error = rel_error(cut, full);
-      } else {
-        for (std::size_t n = 0; n < refs.size(); ++n) {
-          const auto from = sequence_offsets(one_chunk.spec, layout, cut_refs[n]);
-          const auto to = sequence_offsets(s, layout, refs[n], C);
-          for (std::size_t i = 0; i < from.size(); ++i) error.add(cut[from[i]], full[to[i]]);
-        }
-      }
-      const double rel = error.rel();
-      detail["backward_" + name] = rel;
-      backward_live = std::max(backward_live, rel);
-    }
-    detail["backward"] = backward_live;
-    const double figure = distinct > 0.0 ? std::min(forward_live, backward_live) : 0.0;
-    report.checks.push_back(make_check(
-        "liveness", figure, SelfCheckBars::liveness, false,
-        "min of: rel change of later-chunk o when chunk-0 k,v scale by 1.5; rel change of chunk-0 "
-        "gradients vs the one-chunk prefix; (0 if a later chunk's inputs copy chunk 0)",
-        detail));
-  }
-
-  // 6. per-path liveness: the share of each gradient carried by each cotangent
+  report.checks.push_back(liveness_check(problem, f64, options));
   announce("path liveness");
-  {
-    PathLiveness& paths = report.paths;
-    paths.threshold = SelfCheckBars::path_share;
-    const auto cotangents = cotangent_layouts(s);
-    std::vector<OracleOutput> alone;
-    for (const auto& only : cotangents) {
-      Problem cut = problem;
-      for (const auto& other : cotangents)
-        if (other.name != only.name)
-          std::fill(cut.values[other.name].begin(), cut.values[other.name].end(), 0.0);
-      alone.push_back(evaluate<double>(cut, true, threads, faults));
-    }
-    for (std::size_t c = 0; c < cotangents.size(); ++c) {
-      for (const auto& name : gradient_names(s)) {
-        const auto& full = f64.tensors.at(name);
-        const auto& part = alone[c].tensors.at(name);
-        double part_max = 0.0, full_max = 0.0;
-        for (std::size_t i = 0; i < full.size(); ++i) {
-          part_max = std::max(part_max, std::abs(part[i]));
-          full_max = std::max(full_max, std::abs(full[i]));
-        }
-        PathShare p;
-        p.cotangent = cotangents[c].name;
-        p.gradient = name;
-        p.share = full_max == 0.0 ? std::numeric_limits<double>::quiet_NaN() : part_max / full_max;
-        p.structural = path_exists(p.cotangent, p.gradient);
-        p.covered = p.structural && std::isfinite(p.share) && p.share >= paths.threshold;
-        paths.paths.push_back(p);
-      }
-    }
-    for (const auto& name : gradient_names(s)) {
-      std::vector<double> sum = alone[0].tensors.at(name);
-      for (std::size_t c = 1; c < alone.size(); ++c)
-        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += alone[c].tensors.at(name)[i];
-      paths.linearity = std::max(paths.linearity, rel_max_error(sum, f64.tensors.at(name)));
-    }
-  }
-
-  // 7. a packed sequence is the same sequence alone
-  if (s.packed()) {
+  report.paths = path_liveness(problem, f64, options);
+  if (problem.spec.packed()) {
     announce("packed vs alone");
-    report.checks.push_back(packed_vs_alone_check(problem, quad, threads, faults));
+    report.checks.push_back(packed_vs_alone_check(problem, quad, options.threads, options.faults));
   }
   return report;
 }
