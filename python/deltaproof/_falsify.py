@@ -102,7 +102,9 @@ class FaultResult:
     def __init__(self, fault, description, report):
         self.fault, self.description, self.report = fault, description, report
         self.red = not report.passed
-        self.red_terms = [t["term"] for t in report.data["gates"][0]["terms"] if t["status"] == "fail"]
+        self.red_terms = [
+            t["term"] for t in report.data["gates"][0]["terms"] if t["status"] == "fail"
+        ]
 
 
 class FalsifyReport:
@@ -116,10 +118,11 @@ class FalsifyReport:
 
     def summary(self):
         gate = self.clean.data["gates"][0]["name"]
+        verdict = "every fault red, the clean run green" if self.passed else "NOT falsified"
+        clean = "PASS" if self.clean.passed else "FAIL (the check is red without a fault)"
         lines = [
-            f"falsify {gate} ({self.phase}, class {self.precision}): "
-            f"{'every fault red, the clean run green' if self.passed else 'NOT falsified'}",
-            f"  clean              {'PASS' if self.clean.passed else 'FAIL (the check is red without a fault)'}",
+            f"falsify {gate} ({self.phase}, class {self.precision}): {verdict}",
+            f"  {'clean':18} {clean}",
         ]
         for f in self.faults:
             verdict = f"red on {', '.join(f.red_terms)}" if f.red else "GREEN: the check missed it"
@@ -127,10 +130,13 @@ class FalsifyReport:
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<deltaproof.FalsifyReport {'passed' if self.passed else 'failed'}: {len(self.faults)} faults>"
+        verdict = "passed" if self.passed else "failed"
+        return f"<deltaproof.FalsifyReport {verdict}: {len(self.faults)} faults>"
 
 
-def falsify(fn, fixture, precision="f32", phase=None, *, faults=None, device=None, by_keyword=False):
+def falsify(
+    fn, fixture, precision="f32", phase=None, *, faults=None, device=None, by_keyword=False
+):
     """Checks fn on fixture as deltaproof.check does, then once per fault of
     FAULTS injected into it (faults: ids to run, default all that apply to the
     phase). Returns a FalsifyReport: passed when the clean check is green and
@@ -140,7 +146,9 @@ def falsify(fn, fixture, precision="f32", phase=None, *, faults=None, device=Non
     input_dtype(precision)  # a sentence for an unknown class
     fixture = resolve_fixture(fixture)
     phase = "bwd" if phase is None else phase
-    chosen = [f for f, (_, phases, _) in FAULTS.items() if phase in phases] if faults is None else faults
+    chosen = (
+        [f for f, (_, phases, _) in FAULTS.items() if phase in phases] if faults is None else faults
+    )
     for fault in chosen:
         if fault not in FAULTS:
             raise InputError(f"unknown fault {fault!r}; the faults are {', '.join(FAULTS)}.")

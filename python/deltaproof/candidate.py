@@ -139,7 +139,9 @@ def _build_inputs(fixture, dtype, device, requires_grad, poison_tail):
         want = torch.float32 if name in FLOAT32_INPUTS else torch_dtype
         value = torch.as_tensor(fixture.tensors[name]).to(device=device, dtype=want).contiguous()
         if poison_tail:  # a view of a larger NaN buffer: still contiguous, nothing copied
-            buffer = torch.full((value.numel() + POISON_PAD,), float("nan"), device=device, dtype=want)
+            buffer = torch.full(
+                (value.numel() + POISON_PAD,), float("nan"), device=device, dtype=want
+            )
             value = buffer[: value.numel()].view(value.shape).copy_(value)
         inputs[name] = value.requires_grad_(requires_grad)
     return inputs
@@ -215,11 +217,11 @@ def _outputs_of(result, call, fixture, inputs):
     for name, value, layout in (("o", o, "[B,T,HV,V]"), ("ht", ht, "[N,HV,K,V]")):
         what = "o" if name == "o" else "final_state (ht)"
         if value is None:
-            raise InputError(
-                f"{call} returned no {what} (None), although output_final_state=True."
-            )
+            raise InputError(f"{call} returned no {what} (None), although output_final_state=True.")
         if not isinstance(value, torch.Tensor):
-            raise InputError(f"{call} returned {what} as a {type(value).__name__}; a tensor is expected.")
+            raise InputError(
+                f"{call} returned {what} as a {type(value).__name__}; a tensor is expected."
+            )
         if tuple(value.shape) != expected[name]:
             raise InputError(
                 f"{call} returned {what} of shape {tuple(value.shape)}; a {fixture.op} fixture's "

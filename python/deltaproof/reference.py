@@ -55,6 +55,8 @@ def _as_value_heads(x, HV, name):
 
 
 def _run(q, k, v, g, b, w, scale, initial_state, output_final_state, cu_seqlens):
+    """The ops' common body, in gdn2's terms (g, b per key and w per value element):
+    dense, or sequence by sequence for packed tokens, each with its own state."""
     compute = torch.promote_types(q.dtype, torch.float32)
     q, k, v, g, b, w = (x.to(compute) for x in (q, k, v, g, b, w))
     HV = v.shape[2]

@@ -66,12 +66,16 @@ def test_reference_forward_only_and_bf16():
 
 
 def test_fixture_by_name_path_or_object():
-    by_object = deltaproof.check(reference.gdn, deltaproof.load_fixture(fixture_path("gdn/t40-c16")))
+    by_object = deltaproof.check(
+        reference.gdn, deltaproof.load_fixture(fixture_path("gdn/t40-c16"))
+    )
     by_path = deltaproof.check(reference.gdn, fixture_path("gdn/t40-c16"))
     by_name = deltaproof.check(reference.gdn, "gdn/t40-c16", op="gdn")
     terms = [r.data["gates"][0]["terms"] for r in (by_object, by_path, by_name)]
     assert terms[0] == terms[1] == terms[2]
-    with pytest.raises(deltaproof.InputError, match="op 'kda' was asked for, and the fixture is a gdn"):
+    with pytest.raises(
+        deltaproof.InputError, match="op 'kda' was asked for, and the fixture is a gdn"
+    ):
         deltaproof.check(reference.kda, "gdn/t40-c16", op="kda")
 
 
@@ -99,11 +103,32 @@ def test_red_on_a_scaled_candidate():
 def test_the_inputs_are_flas():
     seen = {}
 
-    def spy(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
-            cu_seqlens=None, use_qk_l2norm_in_kernel=True, head_first=True, cu_seqlens_cpu=None):
-        seen.update(q=q, g=g, beta=beta, h0=initial_state, scale=scale, cu=cu_seqlens,
-                    cu_cpu=cu_seqlens_cpu, l2norm=use_qk_l2norm_in_kernel, head_first=head_first,
-                    final=output_final_state)
+    def spy(
+        q,
+        k,
+        v,
+        g,
+        beta,
+        scale=None,
+        initial_state=None,
+        output_final_state=False,
+        cu_seqlens=None,
+        use_qk_l2norm_in_kernel=True,
+        head_first=True,
+        cu_seqlens_cpu=None,
+    ):
+        seen.update(
+            q=q,
+            g=g,
+            beta=beta,
+            h0=initial_state,
+            scale=scale,
+            cu=cu_seqlens,
+            cu_cpu=cu_seqlens_cpu,
+            l2norm=use_qk_l2norm_in_kernel,
+            head_first=head_first,
+            final=output_final_state,
+        )
         return reference.kda(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens)
 
     packed = deltaproof.load_fixture(fixture_path("kda/varlen-hv2-c32"))
@@ -121,7 +146,9 @@ def test_the_inputs_are_flas():
 def test_poison_tail():
     seen = {}
 
-    def reads_one_past_q(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
+    def reads_one_past_q(
+        q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False
+    ):
         o, ht = reference.kda(q, k, v, g, beta, scale, initial_state, output_final_state)
         seen["storage"] = q.untyped_storage().nbytes() // q.element_size()
         if seen["storage"] > q.numel():  # a load past q's end, as a kernel without a mask makes
@@ -173,12 +200,19 @@ def test_a_backward_that_raises():
         def backward(ctx, gradient):
             raise RuntimeError("illegal memory access")
 
-    def kda_bad_backward(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
-        return reference.kda(Broken.apply(q), k, v, g, beta, scale, initial_state, output_final_state)
+    def kda_bad_backward(
+        q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False
+    ):
+        return reference.kda(
+            Broken.apply(q), k, v, g, beta, scale, initial_state, output_final_state
+        )
 
-    with pytest.raises(deltaproof.CandidateError, match=r"^the backward of \S*kda_bad_backward\(q, k, "
-                       r".*\) \(torch.autograd.backward of o and final_state with the fixture's do "
-                       r"and dht\) raised RuntimeError: illegal memory access$") as caught:
+    with pytest.raises(
+        deltaproof.CandidateError,
+        match=r"^the backward of \S*kda_bad_backward\(q, k, "
+        r".*\) \(torch.autograd.backward of o and final_state with the fixture's do "
+        r"and dht\) raised RuntimeError: illegal memory access$",
+    ) as caught:
         deltaproof.check(kda_bad_backward, KDA)
     assert caught.value.stage == "backward"
     assert deltaproof.check(kda_bad_backward, KDA, phase="fwd").passed  # the forward is fine
@@ -196,19 +230,28 @@ def returning(make):
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda o, ht: (o.transpose(1, 2), ht),
-         r"returned o of shape \(1, 2, 40, 8\); a kda fixture's o is \[B,T,HV,V\] = \(1, 40, 2, 8\)"),
-        (lambda o, ht: (o, ht[..., :4]),
-         r"returned final_state \(ht\) of shape \(1, 2, 8, 4\); a kda fixture's ht is "
-         r"\[N,HV,K,V\] = \(1, 2, 8, 8\)"),
-        (lambda o, ht: (o, None), r"returned no final_state \(ht\) \(None\), although "
-         r"output_final_state=True"),
+        (
+            lambda o, ht: (o.transpose(1, 2), ht),
+            r"returned o of shape \(1, 2, 40, 8\); a kda fixture's o is \[B,T,HV,V\] = "
+            r"\(1, 40, 2, 8\)",
+        ),
+        (
+            lambda o, ht: (o, ht[..., :4]),
+            r"returned final_state \(ht\) of shape \(1, 2, 8, 4\); a kda fixture's ht is "
+            r"\[N,HV,K,V\] = \(1, 2, 8, 8\)",
+        ),
+        (
+            lambda o, ht: (o, None),
+            r"returned no final_state \(ht\) \(None\), although " r"output_final_state=True",
+        ),
         (lambda o, ht: o, r"returned a Tensor; a candidate returns \(o, final_state\)"),
         (lambda o, ht: (o.detach().numpy(), ht), r"returned o as a ndarray; a tensor is expected"),
     ],
 )
 def test_a_misshapen_output(make, message):
-    with pytest.raises(deltaproof.InputError, match=r"candidate\(q, k, v, g, beta, .*\) " + message):
+    with pytest.raises(
+        deltaproof.InputError, match=r"candidate\(q, k, v, g, beta, .*\) " + message
+    ):
         deltaproof.check(returning(make), KDA)
 
 
@@ -232,8 +275,10 @@ def test_packed_fixture_needs_cu_seqlens():
     def dense_only(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
         return reference.kda(q, k, v, g, beta, scale, initial_state, output_final_state)
 
-    with pytest.raises(deltaproof.InputError, match=r"dense_only takes no cu_seqlens, and the "
-                       r"fixture is packed \(cu_seqlens \[0, "):
+    with pytest.raises(
+        deltaproof.InputError,
+        match=r"dense_only takes no cu_seqlens, and the " r"fixture is packed \(cu_seqlens \[0, ",
+    ):
         deltaproof.check(dense_only, fixture_path("kda/varlen-hv2-c32"))
 
 
@@ -272,8 +317,12 @@ def test_candidate_and_reference_need_no_compiled_core(tmp_path):
         "print(deltaproof.candidate.FLA_FUNCTIONS['kda'], deltaproof.reference.kda.__name__);"
         "deltaproof.check_outputs"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "python")], capture_output=True,
-                          text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "python")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert "('fla.ops.kda', 'chunk_kda') kda" in done.stdout, done.stderr
     # what needs the core says so
     assert "deltaproof.check_outputs needs the compiled core deltaproof._core" in done.stderr

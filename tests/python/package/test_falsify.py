@@ -24,8 +24,13 @@ RED_BY = {
 
 @pytest.mark.parametrize(
     "name, precision",
-    [("kda/t40-c16", "f32"), ("gdn/t40-c16", "f32"), ("gdn2/t40-c16-mild", "f32"),
-     ("kda/t32-c16-bf16", "bf16"), ("kda/varlen-hv2-c32", "f32")],
+    [
+        ("kda/t40-c16", "f32"),
+        ("gdn/t40-c16", "f32"),
+        ("gdn2/t40-c16-mild", "f32"),
+        ("kda/t32-c16-bf16", "bf16"),
+        ("kda/varlen-hv2-c32", "f32"),
+    ],
 )
 def test_every_fault_red_on_the_reference(name, precision):
     op = name.split("/")[0]
@@ -34,7 +39,10 @@ def test_every_fault_red_on_the_reference(name, precision):
     assert result.clean.passed
     assert [f.fault for f in result.faults] == list(deltaproof.FAULTS)
     for fault in result.faults:
-        assert fault.red and set(fault.red_terms) & RED_BY[fault.fault], (fault.fault, fault.red_terms)
+        assert fault.red and set(fault.red_terms) & RED_BY[fault.fault], (
+            fault.fault,
+            fault.red_terms,
+        )
         assert set(fault.red_terms) <= RED_BY[fault.fault] | {"o", "ht"}, fault.red_terms
     # a scaling touches its own term alone
     by_id = {f.fault: f for f in result.faults}
@@ -52,20 +60,25 @@ def test_forward_phase_runs_the_forward_faults():
     assert [f.fault for f in result.faults] == ["o-scaled", "h0-dropped", "g-dropped"]
     with pytest.raises(deltaproof.InputError, match="fault 'dk-scaled' acts on the backward"):
         deltaproof.falsify(reference.kda, "kda/t40-c16", phase="fwd", faults=["dk-scaled"])
-    with pytest.raises(deltaproof.InputError, match="unknown fault 'dq-sign'; the faults are o-scaled"):
+    with pytest.raises(
+        deltaproof.InputError, match="unknown fault 'dq-sign'; the faults are o-scaled"
+    ):
         deltaproof.falsify(reference.kda, "kda/t40-c16", faults=["dq-sign"])
 
 
 def test_a_fault_the_check_misses_fails_the_falsification(monkeypatch):
-    faults = dict(_falsify.FAULTS, **{"no-op": ("nothing changed", ("fwd", "bwd"),
-                                                ("output", 0, lambda x, factor: x))})
+    faults = dict(
+        _falsify.FAULTS,
+        **{"no-op": ("nothing changed", ("fwd", "bwd"), ("output", 0, lambda x, factor: x))},
+    )
     monkeypatch.setattr(_falsify, "FAULTS", faults)
     result = deltaproof.falsify(reference.kda, "kda/t40-c16", faults=["o-scaled", "no-op"])
     assert not result.passed
     assert [f.red for f in result.faults] == [True, False]
     assert "NOT falsified" in result.summary()
-    assert re.search(r"^  no-op +GREEN: the check missed it  \(nothing changed\)$",
-                     result.summary(), re.M)
+    assert re.search(
+        r"^  no-op +GREEN: the check missed it  \(nothing changed\)$", result.summary(), re.M
+    )
 
 
 def test_a_candidate_red_without_a_fault():
@@ -80,10 +93,12 @@ def test_a_candidate_red_without_a_fault():
 def test_faults_keep_the_callables_names():
     """A callable whose inputs are named otherwise: faults find them by position."""
 
-    def renamed(query, key, value, log_decay, gate, scale=None, initial_state=None,
-                output_final_state=False):
-        return reference.kda(query, key, value, log_decay, gate, scale, initial_state,
-                             output_final_state)
+    def renamed(
+        query, key, value, log_decay, gate, scale=None, initial_state=None, output_final_state=False
+    ):
+        return reference.kda(
+            query, key, value, log_decay, gate, scale, initial_state, output_final_state
+        )
 
     result = deltaproof.falsify(renamed, "kda/t40-c16", faults=["g-dropped", "dk-scaled"])
     assert result.passed, result.summary()

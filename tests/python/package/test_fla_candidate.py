@@ -44,9 +44,20 @@ def fla_candidate(stand_in, fixture, out, *options, without_package=False):
     path = [str(stand_in)] + ([str(stand_in / "no-package")] if without_package else [])
     env = {"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(ROOT / "fixtures" / fixture), "--out", str(out),
-         "--device", "cpu", *options],
-        capture_output=True, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(ROOT / "fixtures" / fixture),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     return done.returncode, done.stdout + done.stderr
 
@@ -70,14 +81,23 @@ def test_candidate_passes_gate_check(stand_in, tmp_path, fixture, options, witho
     assert {str(v.dtype) for v in tensors.values()} <= {dtype, "torch.float32"}
     assert ("--phase" in options) == (set(tensors) == {"o", "ht"})
     precision = "bf16" if "bf16" in fixture else "f32"
-    code, output = run_cli("gate", "check", "--fixture", ROOT / "fixtures" / fixture,
-                           "--candidate", out, "--precision", precision)
+    code, output = run_cli(
+        "gate",
+        "check",
+        "--fixture",
+        ROOT / "fixtures" / fixture,
+        "--candidate",
+        out,
+        "--precision",
+        precision,
+    )
     assert code == 0, output
 
 
 def test_a_kernel_that_raises_exits_3(stand_in, tmp_path):
-    code, output = fla_candidate(stand_in, "gdn/t40-c16.safetensors", tmp_path / "c.safetensors",
-                                 without_package=True)
+    code, output = fla_candidate(
+        stand_in, "gdn/t40-c16.safetensors", tmp_path / "c.safetensors", without_package=True
+    )
     assert code == 3, output
     last = output.strip().splitlines()[-1]
     assert last == "fla_candidate: the kernel raised AssertionError: K must be a multiple of 16"
