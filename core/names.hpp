@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,15 @@ constexpr std::string_view name_of(const std::pair<E, std::string_view> (&table)
   for (const auto& [v, name] : table)
     if (v == value) return name;
   return "?";
+}
+
+// The value named `name`, or nullopt.
+template <class E, std::size_t N>
+constexpr std::optional<E> find_value(const std::pair<E, std::string_view> (&table)[N],
+                                      std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (n == name) return v;
+  return std::nullopt;
 }
 
 // Throws InputError naming `what`, the text and every name the table holds.

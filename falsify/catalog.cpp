@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 namespace deltaproof::falsify {
 namespace fs = std::filesystem;
@@ -90,17 +91,15 @@ json Selector::to_json() const {
   return j;
 }
 
-std::string_view mechanism_name(Mechanism mechanism) {
-  switch (mechanism) {
-    case Mechanism::fault_point:
-      return "fault-point";
-    case Mechanism::sync_build:
-      return "sync-build";
-    case Mechanism::generator:
-      return "generator";
-  }
-  return "?";
-}
+namespace {
+constexpr std::pair<Mechanism, std::string_view> kMechanismNames[] = {
+    {Mechanism::fault_point, "fault-point"},
+    {Mechanism::sync_build, "sync-build"},
+    {Mechanism::generator, "generator"},
+};
+}  // namespace
+
+std::string_view mechanism_name(Mechanism mechanism) { return name_of(kMechanismNames, mechanism); }
 
 const std::vector<std::string>& fixture_classes() {
   static const std::vector<std::string> classes = {

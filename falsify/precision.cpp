@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 #include "core/safetensors.hpp"
 #include "falsify/campaign.hpp"
 #include "gates/fixture_io.hpp"
@@ -31,17 +32,12 @@ double required_scaling(Precision precision) { return precision == Precision::bf
 
 namespace {
 
-std::string_view kind_name(PrecisionFaultKind kind) {
-  switch (kind) {
-    case PrecisionFaultKind::clean:
-      return "clean";
-    case PrecisionFaultKind::graded:
-      return "graded";
-    case PrecisionFaultKind::catalog:
-      return "catalog";
-  }
-  return "?";
-}
+constexpr std::pair<PrecisionFaultKind, std::string_view> kKindNames[] = {
+    {PrecisionFaultKind::clean, "clean"},
+    {PrecisionFaultKind::graded, "graded"},
+    {PrecisionFaultKind::catalog, "catalog"},
+};
+std::string_view kind_name(PrecisionFaultKind kind) { return name_of(kKindNames, kind); }
 
 // A fault applied to a candidate's outputs.
 struct GradedFault {

@@ -3,24 +3,26 @@
 
 #include <cmath>
 
+#include "core/names.hpp"
+
 namespace deltaproof::kernels {
 
-std::string_view precision_name(Precision p) {
-  switch (p) {
-    case Precision::f32:
-      return "f32";
-    case Precision::tf32:
-      return "tf32";
-    case Precision::bf16:
-      return "bf16";
-  }
-  return "?";
-}
+namespace {
+constexpr std::pair<Precision, std::string_view> kPrecisionNames[] = {
+    {Precision::f32, "f32"},
+    {Precision::tf32, "tf32"},
+    {Precision::bf16, "bf16"},
+};
+constexpr std::pair<Rounding, std::string_view> kRoundingNames[] = {
+    {Rounding::nearest_even, "nearest-even"},
+    {Rounding::toward_zero, "toward-zero"},
+    {Rounding::stochastic, "stochastic"},
+};
+}  // namespace
 
+std::string_view precision_name(Precision p) { return name_of(kPrecisionNames, p); }
 std::optional<Precision> parse_precision(std::string_view name) {
-  for (Precision p : {Precision::f32, Precision::tf32, Precision::bf16})
-    if (precision_name(p) == name) return p;
-  return std::nullopt;
+  return find_value(kPrecisionNames, name);
 }
 
 double unit_roundoff(Precision p) {
@@ -34,17 +36,7 @@ double unit_roundoff(Precision p) {
   }
 }
 
-std::string_view rounding_name(Rounding r) {
-  switch (r) {
-    case Rounding::nearest_even:
-      return "nearest-even";
-    case Rounding::toward_zero:
-      return "toward-zero";
-    case Rounding::stochastic:
-      return "stochastic";
-  }
-  return "?";
-}
+std::string_view rounding_name(Rounding r) { return name_of(kRoundingNames, r); }
 
 int dropped_bits(Precision p) {
   switch (p) {

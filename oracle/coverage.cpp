@@ -7,27 +7,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/names.hpp"
+
 namespace deltaproof::oracle {
 
-std::string_view dimension_name(Dimension d) {
-  switch (d) {
-    case Dimension::op:
-      return "op";
-    case Dimension::regime:
-      return "regime";
-    case Dimension::tail:
-      return "tail";
-    case Dimension::chunk:
-      return "chunk";
-    case Dimension::width:
-      return "width";
-    case Dimension::h0:
-      return "h0";
-    case Dimension::depth:
-      return "depth";
-  }
-  return "?";
-}
+namespace {
+constexpr std::pair<Dimension, std::string_view> kDimensionNames[] = {
+    {Dimension::op, "op"},       {Dimension::regime, "regime"}, {Dimension::tail, "tail"},
+    {Dimension::chunk, "chunk"}, {Dimension::width, "width"},   {Dimension::h0, "h0"},
+    {Dimension::depth, "depth"},
+};
+}  // namespace
+
+std::string_view dimension_name(Dimension d) { return name_of(kDimensionNames, d); }
 
 const std::vector<Dimension>& dimensions() {
   static const std::vector<Dimension> all = {Dimension::op,    Dimension::regime, Dimension::tail,

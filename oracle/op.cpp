@@ -8,29 +8,22 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 #include "core/op.hpp"
 
 namespace deltaproof::oracle {
 
-std::string_view regime_name(Regime regime) {
-  switch (regime) {
-    case Regime::default_:
-      return "default";
-    case Regime::mild:
-      return "mild";
-    case Regime::stress:
-      return "stress";
-    case Regime::edge:
-      return "edge";
-  }
-  return "?";
-}
+namespace {
+constexpr std::pair<Regime, std::string_view> kRegimeNames[] = {
+    {Regime::default_, "default"},
+    {Regime::mild, "mild"},
+    {Regime::stress, "stress"},
+    {Regime::edge, "edge"},
+};
+}  // namespace
 
-std::optional<Regime> parse_regime(std::string_view name) {
-  for (Regime regime : {Regime::default_, Regime::mild, Regime::stress, Regime::edge})
-    if (regime_name(regime) == name) return regime;
-  return std::nullopt;
-}
+std::string_view regime_name(Regime regime) { return name_of(kRegimeNames, regime); }
+std::optional<Regime> parse_regime(std::string_view name) { return find_value(kRegimeNames, name); }
 
 double FixtureSpec::scale() const { return 1.0 / std::sqrt(static_cast<double>(K)); }
 
