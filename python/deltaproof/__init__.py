@@ -12,6 +12,7 @@ judges the outputs with check_outputs: the C++ gate check (`deltaproof gate
 check`) run in this process, the same verdict and the same report JSON.
 falsify() shows that the check goes red on faults injected into the candidate;
 gate() parametrises a pytest test over committed fixtures (fixtures() lists them).
+generate_fixture() makes a fixture through the oracle (`deltaproof gen`'s code).
 deltaproof.reference holds the token recurrence of each op in torch.
 
 Names are loaded on first use: deltaproof.candidate and deltaproof.reference
@@ -23,7 +24,7 @@ need the core (pip install ./python builds it).
 import importlib
 import importlib.util
 
-from deltaproof._errors import CandidateError, InputError
+from deltaproof._errors import CandidateError, InputError, SelfCheckError
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ _EXPORTS = {
     "check_outputs": "deltaproof._check",
     "Fixture": "deltaproof._fixture",
     "load_fixture": "deltaproof._fixture",
+    "generate_fixture": "deltaproof._fixture",
     "report_schema": "deltaproof._core",
     "set_noise_cache": "deltaproof._core",
     "tool_version": "deltaproof._core",
@@ -48,9 +50,14 @@ _EXPORTS = {
     "FixtureCase": "deltaproof._gate",
 }
 _SUBMODULES = ("candidate", "reference")
-_NEEDS_CORE = {"deltaproof._check", "deltaproof._core", "deltaproof._fixture", "deltaproof._gate"}
+_NEEDS_CORE = {
+    "deltaproof._check",
+    "deltaproof._core",
+    "deltaproof._fixture",
+    "deltaproof._gate",
+}
 
-__all__ = sorted(["CandidateError", "InputError", *_EXPORTS, *_SUBMODULES])
+__all__ = sorted(["CandidateError", "InputError", "SelfCheckError", *_EXPORTS, *_SUBMODULES])
 
 
 def __getattr__(name):

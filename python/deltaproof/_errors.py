@@ -20,5 +20,16 @@ class CandidateError(RuntimeError):
         self.error = error
 
 
+class SelfCheckError(RuntimeError):
+    """The oracle refused a fixture it generated: a self-check failed (the sentence names it,
+    its figure and its bar), and nothing was written; generate_fixture(force=True) writes it
+    marked 'unchecked', as `deltaproof gen --force` does. `.self_checks`: every check's figures."""
+
+    def __init__(self, message, self_checks):
+        super().__init__(message)
+        self.self_checks = self_checks
+
+
 InputError.__module__ = "deltaproof"
 CandidateError.__module__ = "deltaproof"
+SelfCheckError.__module__ = "deltaproof"

@@ -1,11 +1,13 @@
 """deltaproof.load_fixture: a fixture written by `deltaproof gen`, read by the
-C++ reader (which refuses a malformed file, naming the tensor)."""
+C++ reader (which refuses a malformed file, naming the tensor); and
+deltaproof.generate_fixture: one made through the oracle, as `deltaproof gen` makes it."""
 
+import json
 import os
 from pathlib import Path
 
 from deltaproof import _core
-from deltaproof._errors import InputError
+from deltaproof._errors import InputError, SelfCheckError
 from deltaproof._arrays import numpy_of
 
 
@@ -70,6 +72,74 @@ class Fixture:
 def load_fixture(path):
     """Reads a fixture (a safetensors file written by `deltaproof gen`)."""
     return Fixture(path)
+
+
+def generate_fixture(
+    out,
+    *,
+    op,
+    T=None,
+    B=None,
+    H=None,
+    HV=None,
+    K=None,
+    V=None,
+    chunk=None,
+    cu_seqlens=None,
+    regime="default",
+    dtype="f32",
+    h0="drawn",
+    do_mask=False,
+    seed=0,
+    overwrite=False,
+    force=False,
+    threads=0,
+):
+    """Generates a fixture through the quad oracle and writes it to `out`; returns
+    it read back (a Fixture).
+
+    The C++ code path of `deltaproof gen --out OUT` (oracle::generate_fixture):
+    the same spec gives the same bytes. The keywords are gen's options: op
+    ('gdn2', 'kda' or 'gdn'), T (tokens; a packed spec's default is its last
+    offset), B, H, HV (grouped value heads), K, V, chunk (16, 32 or 64), cu_seqlens
+    (packed sequences' offsets, B 1), regime ('default', 'mild', 'stress', 'edge'),
+    dtype ('f32' or 'bf16': the inputs are exact in it), h0 ('drawn' or 'zero'),
+    do_mask, seed; None takes gen's default. threads: the oracle's (0: every core).
+
+    Raises InputError naming the field for a bad spec, or for an `out` that exists
+    (without overwrite) or whose folder does not; SelfCheckError when a self-check
+    fails, writing nothing unless force (then the file is marked 'unchecked').
+    """
+    out = os.fspath(out)
+    spec = _core.fixture_spec(
+        op,
+        B,
+        T,
+        H,
+        HV,
+        K,
+        V,
+        chunk,
+        [] if cu_seqlens is None else [int(offset) for offset in cu_seqlens],
+        regime,
+        dtype,
+        h0,
+        bool(do_mask),
+        seed,
+    )
+    if os.path.exists(out) and not overwrite:
+        raise InputError(f"{out} exists; pass overwrite=True to replace it, or choose another out.")
+    folder = os.path.dirname(out) or "."
+    if not os.path.isdir(folder):
+        raise InputError(f"cannot write {out}: the folder {folder} does not exist.")
+    result = _core.generate(spec, out, bool(force), int(threads))
+    if not result["passed"] and not force:
+        raise SelfCheckError(
+            f"{result['describe']}: {result['failure']}; nothing written (pass force=True to write "
+            "it marked 'unchecked').",
+            json.loads(result["self_checks"]),
+        )
+    return Fixture(out)
 
 
 def fixtures_folder(directory=None):

@@ -1,7 +1,9 @@
 // python/src/core.cpp — deltaproof._core, the compiled core of the Python
-// package (pybind11): reads a fixture, and judges a candidate held in memory
-// with the gates' own check (gates::check_candidate, what `deltaproof gate
-// check` runs), so its report is the one the CLI writes for the same tensors.
+// package (pybind11): reads a fixture; generates one through the oracle
+// (oracle::generate_fixture, what `deltaproof gen` runs); judges a candidate
+// held in memory with the gates' own check (gates::check_candidate, what
+// `deltaproof gate check` runs), so its report is the one the CLI writes for
+// the same tensors.
 // Tensors cross as (safetensors dtype name, shape, little-endian bytes);
 // python/deltaproof/_arrays.py makes those of numpy arrays and torch tensors.
 // Built as the CMake target deltaproof_py (python/CMakeLists.txt); python/setup.py
@@ -10,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -28,6 +31,7 @@
 #include "gates/noise.hpp"
 #include "gates/report.hpp"
 #include "gates/runner.hpp"
+#include "oracle/fixture.hpp"
 
 namespace py = pybind11;
 
@@ -122,11 +126,92 @@ py::dict check(const std::string& fixture, const std::map<std::string, RawTensor
   return out;
 }
 
+// A fixture's spec from the Python side's keywords, None (nullopt) taking
+// FixtureSpec's default; T defaults to a packed spec's last offset, as in
+// `deltaproof gen`. FixtureSpec::validate says what is wrong with a field.
+oracle::FixtureSpec fixture_spec(const std::string& op, std::optional<int> B, std::optional<int> T,
+                                 std::optional<int> H, std::optional<int> HV, std::optional<int> K,
+                                 std::optional<int> V, std::optional<int> chunk,
+                                 const std::vector<std::int64_t>& cu_seqlens,
+                                 const std::string& regime, const std::string& dtype,
+                                 const std::string& h0, bool do_mask, std::uint64_t seed) {
+  oracle::FixtureSpec s;
+  const auto parsed_op = parse_op(op);
+  if (!parsed_op)
+    throw InputError(fmt::format("unknown op '{}'; pass 'gdn2', 'kda' or 'gdn'.", op));
+  s.op = *parsed_op;
+  const auto parsed_regime = oracle::parse_regime(regime);
+  if (!parsed_regime)
+    throw InputError(
+        fmt::format("unknown regime '{}'; pass 'default', 'mild', 'stress' or 'edge'.", regime));
+  s.regime = *parsed_regime;
+  if (dtype != "f32" && dtype != "bf16")
+    throw InputError(fmt::format("unknown dtype '{}'; pass 'f32' or 'bf16'.", dtype));
+  s.dtype = dtype == "bf16" ? DType::BF16 : DType::F32;
+  if (h0 != "drawn" && h0 != "zero")
+    throw InputError(fmt::format("unknown h0 '{}'; pass 'drawn' or 'zero'.", h0));
+  s.zero_h0 = h0 == "zero";
+  s.masked_do = do_mask;
+  s.cu_seqlens = cu_seqlens;
+  if (!T && cu_seqlens.empty())
+    throw InputError("T is missing; pass T=N with N >= 1 tokens (or cu_seqlens=[0, ..., T]).");
+  s.T = T ? *T : static_cast<int>(cu_seqlens.back());
+  s.B = B.value_or(s.B);
+  s.H = H.value_or(s.H);
+  s.HV = HV.value_or(s.HV);
+  s.K = K.value_or(s.K);
+  s.V = V.value_or(s.V);
+  s.chunk = chunk.value_or(s.chunk);
+  s.seed = seed;
+  s.validate();
+  return s;
+}
+
+// One fixture through the quad oracle, as `deltaproof gen --out` makes it: the
+// inputs drawn, the reference and every self-check run (oracle::generate_fixture),
+// the file written when every self-check passed, or marked unchecked and written
+// when `force`. The metadata's command names the file by `file_name`, as gen's
+// does, so the bytes are gen's for the same spec. Returns whether it was written,
+// the self-checks (JSON text) and the first failure's sentence ("" when none).
+py::dict generate(const oracle::FixtureSpec& spec, const std::string& out, bool force,
+                  int threads) {
+  oracle::GenerateOptions options;
+  options.threads = threads;
+  options.file_name = std::filesystem::path(out).filename().string();
+  oracle::GeneratedFixture fixture;
+  {
+    py::gil_scoped_release released;  // the oracle and its self-checks: seconds
+    fixture = oracle::generate_fixture(spec, options);
+  }
+  const bool passed = fixture.report.passed();
+  std::string failure;
+  if (!passed) {
+    const oracle::CheckFigure* first = fixture.report.first_failure();
+    failure = fmt::format("self-check '{}' failed: figure {:.3e} against bar {:.3g}", first->check,
+                          first->figure, first->bar);
+    if (force) oracle::mark_unchecked(fixture.file);
+  }
+  if (passed || force) write_safetensors(out, fixture.file);
+  py::dict result;
+  result["written"] = passed || force;
+  result["passed"] = passed;
+  result["failure"] = failure;
+  result["describe"] = spec.describe();
+  result["self_checks"] = fixture.report.to_json().dump();
+  return result;
+}
+
 }  // namespace
 }  // namespace deltaproof::python
 
 PYBIND11_MODULE(_core, m) {
   using namespace deltaproof::python;
+  // a spec crosses as an opaque object: made by fixture_spec, read by generate
+  py::class_<deltaproof::oracle::FixtureSpec>(m, "FixtureSpec")
+      .def("describe", &deltaproof::oracle::FixtureSpec::describe)
+      .def("__repr__", [](const deltaproof::oracle::FixtureSpec& spec) {
+        return "<deltaproof._core.FixtureSpec " + spec.describe() + ">";
+      });
   m.doc() = "deltaproof's compiled core: fixtures and the gate check (python/src/core.cpp)";
   // every InputError (a FormatError too) of the C++ side: bad input, a sentence naming it.
   // Raised as deltaproof.InputError, the class of python/deltaproof/_errors.py, so that one
@@ -144,6 +229,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("read_fixture", &read_fixture, py::arg("path"));
   m.def("check", &check, py::arg("fixture"), py::arg("outputs"), py::arg("name"),
         py::arg("backend"), py::arg("precision"), py::arg("phase"), py::arg("command"));
+  m.def("fixture_spec", &fixture_spec, py::arg("op"), py::arg("B"), py::arg("T"), py::arg("H"),
+        py::arg("HV"), py::arg("K"), py::arg("V"), py::arg("chunk"), py::arg("cu_seqlens"),
+        py::arg("regime"), py::arg("dtype"), py::arg("h0"), py::arg("do_mask"), py::arg("seed"));
+  m.def("generate", &generate, py::arg("spec"), py::arg("out"), py::arg("force"),
+        py::arg("threads"));
   m.def(
       "set_noise_cache",
       [](const std::string& folder) { deltaproof::gates::set_noise_cache(folder); },
