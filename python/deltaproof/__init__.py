@@ -12,7 +12,8 @@ judges the outputs with check_outputs: the C++ gate check (`deltaproof gate
 check`) run in this process, the same verdict and the same report JSON.
 falsify() shows that the check goes red on faults injected into the candidate;
 gate() parametrises a pytest test over committed fixtures (fixtures() lists them).
-generate_fixture() makes a fixture through the oracle (`deltaproof gen`'s code).
+generate_fixture() makes a fixture through the oracle (`deltaproof gen`'s code),
+noise_model() returns the bars check_outputs holds a fixture's terms to.
 deltaproof.reference holds the token recurrence of each op in torch.
 
 Names are loaded on first use: deltaproof.candidate and deltaproof.reference
@@ -36,6 +37,8 @@ _EXPORTS = {
     "Fixture": "deltaproof._fixture",
     "load_fixture": "deltaproof._fixture",
     "generate_fixture": "deltaproof._fixture",
+    "NoiseModel": "deltaproof._noise",
+    "noise_model": "deltaproof._noise",
     "report_schema": "deltaproof._core",
     "set_noise_cache": "deltaproof._core",
     "tool_version": "deltaproof._core",
@@ -55,6 +58,7 @@ _NEEDS_CORE = {
     "deltaproof._core",
     "deltaproof._fixture",
     "deltaproof._gate",
+    "deltaproof._noise",
 }
 
 __all__ = sorted(["CandidateError", "InputError", "SelfCheckError", *_EXPORTS, *_SUBMODULES])

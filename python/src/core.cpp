@@ -3,7 +3,8 @@
 // (oracle::generate_fixture, what `deltaproof gen` runs); judges a candidate
 // held in memory with the gates' own check (gates::check_candidate, what
 // `deltaproof gate check` runs), so its report is the one the CLI writes for
-// the same tensors.
+// the same tensors; and measures a fixture's noise model (the bars that check
+// uses).
 // Tensors cross as (safetensors dtype name, shape, little-endian bytes);
 // python/deltaproof/_arrays.py makes those of numpy arrays and torch tensors.
 // Built as the CMake target deltaproof_py (python/CMakeLists.txt); python/setup.py
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -201,6 +203,44 @@ py::dict generate(const oracle::FixtureSpec& spec, const std::string& out, bool 
   return result;
 }
 
+// The noise model of a fixture for a precision class, and the bars and bias
+// bands `gate check` derives from it (gates::measure_noise, judge_against_noise;
+// the noise cache is used as check's is). The per-term figures that do not
+// depend on the candidate are those judge_against_noise sets on any candidate;
+// they are taken here from the reference judged against itself. Returns JSON
+// text: {"bars": the report's bars object, "terms": [{"term", "bar", and the
+// row's noise figures under the report's names}, ...] in the report's order}.
+std::string noise(const std::string& fixture, const std::string& precision_text,
+                  const std::string& phase_text) {
+  const auto precision = kernels::parse_precision(precision_text);
+  if (!precision)
+    throw InputError(
+        fmt::format("unknown precision class '{}'; pass 'f32', 'tf32' or 'bf16'.", precision_text));
+  const kernels::Phase phase = phase_of(phase_text);
+  nlohmann::json out;
+  {
+    py::gil_scoped_release released;  // the ensemble: seconds
+    const gates::LoadedFixture f = gates::load_fixture(fixture, phase);
+    const gates::NoiseModel model =
+        gates::measure_noise(f.job.shape, f.job.inputs, phase, f.reference, *precision);
+    const auto terms =
+        gates::judge_against_noise(f.job.shape, phase, model, f.reference, f.reference);
+    out["bars"] = gates::noise_bars_json(model, terms);
+    out["terms"] = nlohmann::json::array();  // in the report's order: forward first
+    for (const auto& term : terms) {
+      const nlohmann::json row = term.to_json();
+      nlohmann::json figures = {{"term", term.term}, {"bar", row["bar"]}};
+      for (const char* key :
+           {"baseline_rel", "ensemble_worst_rel", "alpha_band", "min_detectable_scaling",
+            "ensemble_rel", "ensemble_alpha", "per_chunk_ensemble_worst_rel",
+            "per_chunk_alpha_band", "per_head_alpha_band"})
+        figures[key] = row.at("noise").at(key);
+      out["terms"].push_back(figures);
+    }
+  }
+  return out.dump();
+}
+
 }  // namespace
 }  // namespace deltaproof::python
 
@@ -234,6 +274,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("regime"), py::arg("dtype"), py::arg("h0"), py::arg("do_mask"), py::arg("seed"));
   m.def("generate", &generate, py::arg("spec"), py::arg("out"), py::arg("force"),
         py::arg("threads"));
+  m.def("noise", &noise, py::arg("fixture"), py::arg("precision"), py::arg("phase"));
   m.def(
       "set_noise_cache",
       [](const std::string& folder) { deltaproof::gates::set_noise_cache(folder); },
