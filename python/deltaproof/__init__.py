@@ -13,7 +13,8 @@ check`) run in this process, the same verdict and the same report JSON.
 falsify() shows that the check goes red on faults injected into the candidate;
 gate() parametrises a pytest test over committed fixtures (fixtures() lists them).
 generate_fixture() makes a fixture through the oracle (`deltaproof gen`'s code),
-noise_model() returns the bars check_outputs holds a fixture's terms to.
+noise_model() returns the bars check_outputs holds a fixture's terms to, and
+Report.write_html() renders the page of `deltaproof report html`.
 deltaproof.reference holds the token recurrence of each op in torch.
 
 Names are loaded on first use: deltaproof.candidate and deltaproof.reference
@@ -39,6 +40,7 @@ _EXPORTS = {
     "generate_fixture": "deltaproof._fixture",
     "NoiseModel": "deltaproof._noise",
     "noise_model": "deltaproof._noise",
+    "html_page": "deltaproof._check",
     "report_schema": "deltaproof._core",
     "set_noise_cache": "deltaproof._core",
     "tool_version": "deltaproof._core",

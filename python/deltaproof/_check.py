@@ -7,7 +7,9 @@ term compared, the same report JSON.
 """
 
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from deltaproof import _core
 from deltaproof._arrays import raw_tensor
@@ -23,7 +25,8 @@ class Report:
     status, baseline error, rel, bar, margin, alpha and band, worst index; the
     verdict line; each red reason, with the red chunks). json(): the text of
     the report file `gate check --report` writes (reports/schema/report-v1).
-    data: that JSON as a dict.
+    data: that JSON as a dict. html_path: the page write_html() wrote last (None
+    before).
     """
 
     def __init__(self, text, passed, summary):
@@ -31,6 +34,8 @@ class Report:
         self._summary = summary.rstrip("\n")
         self.passed = bool(passed)
         self.data = json.loads(text)
+        self.html_path = None
+        self._saved = None
 
     def summary(self):
         return self._summary
@@ -42,10 +47,35 @@ class Report:
         """Writes the report file (for `deltaproof report show|html`)."""
         with open(path, "w", encoding="utf-8") as out:
             out.write(self._text)
+        self._saved = os.fspath(path)
+
+    def write_html(self, path, report_path=None):
+        """Writes the report's HTML page (what `deltaproof report html REPORT -o PATH`
+        writes: the terms against their bars, the per-chunk heat map) and returns its
+        path (also html_path). The page renders the report's file, and names it:
+        report_path when given (written now), else the file save() last wrote, else
+        PATH with the suffix .json (written now)."""
+        if report_path is None:
+            report_path = self._saved or Path(path).with_suffix(".json")
+        if os.fspath(report_path) != self._saved:
+            self.save(report_path)
+        page = html_page(report_path)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(page)
+        self.html_path = Path(path)
+        return self.html_path
 
     def __repr__(self):
         gate = self.data["gates"][0]
         return f"<deltaproof.Report {gate['name']}: {'PASS' if self.passed else 'FAIL'}>"
+
+
+def html_page(*report_paths):
+    """The HTML page of report files (gate reports, falsify campaigns), as text: what
+    `deltaproof report html REPORTS -o PAGE` writes, byte for byte."""
+    if not report_paths:
+        raise _core.InputError("html_page: pass one report file or more.")
+    return _core.html_page([os.fspath(path) for path in report_paths])
 
 
 def _phase(fixture, outputs, phase):

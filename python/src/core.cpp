@@ -3,8 +3,8 @@
 // (oracle::generate_fixture, what `deltaproof gen` runs); judges a candidate
 // held in memory with the gates' own check (gates::check_candidate, what
 // `deltaproof gate check` runs), so its report is the one the CLI writes for
-// the same tensors; and measures a fixture's noise model (the bars that check
-// uses).
+// the same tensors; measures a fixture's noise model (the bars that check
+// uses); and renders reports as the HTML page of `deltaproof report html`.
 // Tensors cross as (safetensors dtype name, shape, little-endian bytes);
 // python/deltaproof/_arrays.py makes those of numpy arrays and torch tensors.
 // Built as the CMake target deltaproof_py (python/CMakeLists.txt); python/setup.py
@@ -34,6 +34,7 @@
 #include "gates/report.hpp"
 #include "gates/runner.hpp"
 #include "oracle/fixture.hpp"
+#include "reports/html/html_report.hpp"
 
 namespace py = pybind11;
 
@@ -241,6 +242,11 @@ std::string noise(const std::string& fixture, const std::string& precision_text,
   return out.dump();
 }
 
+// The page `deltaproof report html FILES -o PAGE` writes (reports/html).
+std::string html_page(const std::vector<std::string>& reports) {
+  return html::reports_page(std::vector<std::filesystem::path>(reports.begin(), reports.end()));
+}
+
 }  // namespace
 }  // namespace deltaproof::python
 
@@ -275,6 +281,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("generate", &generate, py::arg("spec"), py::arg("out"), py::arg("force"),
         py::arg("threads"));
   m.def("noise", &noise, py::arg("fixture"), py::arg("precision"), py::arg("phase"));
+  m.def("html_page", &html_page, py::arg("reports"));
   m.def(
       "set_noise_cache",
       [](const std::string& folder) { deltaproof::gates::set_noise_cache(folder); },
