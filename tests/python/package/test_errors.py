@@ -96,3 +96,51 @@ def test_wrong_fixture_for_the_outputs(kda_outputs):
         match=r"tensor 'o' has shape \[1, 40, 2, 8\], but the fixture needs \[1, 64, ",
     ):
         deltaproof.check_outputs(other, kda_outputs)
+
+
+def test_a_fixture_with_a_nan_input(tmp_path):
+    """A fixture whose input holds a NaN is refused, naming the tensor and the index."""
+    import json
+    import struct
+
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(KDA))
+    with open(KDA, "rb") as file:
+        metadata = json.loads(file.read(struct.unpack("<Q", file.read(8))[0]))["__metadata__"]
+    tensors["q"] = tensors["q"].copy()
+    tensors["q"][0, 3, 1, 2] = np.nan
+    broken = tmp_path / "nan-q.safetensors"
+    save_file(tensors, str(broken), metadata=metadata)
+    message = re.escape(
+        f"{broken}: tensor 'q' has a NaN at index [0, 3, 1, 2]; inputs must be finite"
+    )
+    with pytest.raises(deltaproof.InputError, match=message):
+        deltaproof.load_fixture(broken)
+    with pytest.raises(deltaproof.InputError, match=message):
+        deltaproof.noise_model(broken)
+
+
+def test_a_torch_output_of_another_dtype(kda_outputs):
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.int32, torch.complex64):
+        outputs = {name: torch.from_numpy(array) for name, array in kda_outputs.items()}
+        outputs["ht"] = outputs["ht"].to(dtype)
+        check_raises(
+            outputs,
+            re.escape(f"outputs['ht'] is a torch tensor of {dtype}; an output must be float32, "),
+        )
+
+
+def test_a_nan_output_is_named_in_the_verdict(kda_outputs):
+    """A NaN is a red verdict, not an exception (unwritten outputs are poisoned with NaN and
+    must fail the gate with a count): the summary names the tensor and how many elements."""
+    dv = kda_outputs["dv"].copy()
+    dv[0, 7, 1, :3] = np.nan
+    report = deltaproof.check_outputs(KDA, dict(kda_outputs, dv=dv))
+    assert not report.passed
+    assert re.search(
+        r"^ +dv: 3 of 640 elements are NaN or inf \(unwritten outputs stay NaN\)$",
+        report.summary(),
+        re.M,
+    ), report.summary()
