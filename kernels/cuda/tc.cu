@@ -46,6 +46,10 @@
 // sums in a fixed order. The backward's scratch (dS_end, dU, dM, dA in bf16;
 // dQg, dY, dKdec in f32) is written whole before it is read.
 //
+// Each stage alone, on host matrices of one chunk (a test holds each against
+// its CPU twin): kernels/cuda/tc_stages.hpp, defined at the end of this file;
+// tests/kernels/cuda_tc_stages_test.cpp.
+//
 // Compile check: nvcc -std=c++17 -arch=sm_90 -I. -c kernels/cuda/tc.cu
 #include "kernels/cuda/tc.hpp"
 
@@ -54,12 +58,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/tc_stages.hpp"
 #include "kernels/cuda/tile.cuh"
 
 namespace deltaproof::kernels::cuda {
@@ -1192,7 +1199,7 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
 
 template <class In, int KP, int VP>
 void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream,
-                     LaunchLog* log, bool synchronous) {
+                     LaunchLog* log, bool synchronous, unsigned stages) {
   const int num_chunks = (p.T + kC - 1) / kC;
   const dim3 chunk_grid(num_chunks, p.B * p.H);
   const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
@@ -1207,19 +1214,24 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
     return true;
   }();
   (void)ready;
-  tc_bwd_state<KP, VP>
-      <<<state_grid, TcConfig::kStateThreads, Bk2Layout<KP>::kBytes, stream>>>(p, s, num_chunks);
-  check("tc_bwd_state");
-  if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
-  tc_bwd_products<In, KP, VP>
-      <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP>::kBytes, stream>>>(p, s,
-                                                                                        num_chunks);
-  check("tc_bwd_products");
-  if (log) log->note("bwd.bk1", "tc_bwd_products");
-  tc_bwd_tokens<In, KP>
-      <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s, num_chunks);
-  check("tc_bwd_tokens");
-  if (log) log->note("bwd.bk1", "tc_bwd_tokens");
+  if (stages & kTcBk2) {
+    tc_bwd_state<KP, VP>
+        <<<state_grid, TcConfig::kStateThreads, Bk2Layout<KP>::kBytes, stream>>>(p, s, num_chunks);
+    check("tc_bwd_state");
+    if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
+  }
+  if (stages & kTcBk1) {
+    tc_bwd_products<In, KP, VP>
+        <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP>::kBytes, stream>>>(
+            p, s, num_chunks);
+    check("tc_bwd_products");
+    if (log) log->note("bwd.bk1", "tc_bwd_products");
+    tc_bwd_tokens<In, KP>
+        <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s,
+                                                                                    num_chunks);
+    check("tc_bwd_tokens");
+    if (log) log->note("bwd.bk1", "tc_bwd_tokens");
+  }
 }
 
 // run(KP, VP) with K and V's padded widths as integral constants (64 or 128):
@@ -1305,15 +1317,15 @@ void launch_tc_forward(const DeviceProblem& p, const TcScratch& scratch, cudaStr
 }
 
 void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, cudaStream_t stream,
-                        LaunchLog* log, bool synchronous) {
+                        LaunchLog* log, bool synchronous, unsigned stages) {
   if (!scratch.dU)
     throw std::runtime_error("cuda-tc: the scratch was not carved for a backward (" + describe(p) +
                              ")");
   with_padded_widths(p, [&](auto KP, auto VP) {
     if (p.input == InputType::bf16)
-      launch_backward<__nv_bfloat16, KP, VP>(p, scratch, stream, log, synchronous);
+      launch_backward<__nv_bfloat16, KP, VP>(p, scratch, stream, log, synchronous, stages);
     else
-      launch_backward<float, KP, VP>(p, scratch, stream, log, synchronous);
+      launch_backward<float, KP, VP>(p, scratch, stream, log, synchronous, stages);
   });
 }
 
@@ -1323,6 +1335,251 @@ void run_tc(const DeviceProblem& p, bool backward, LaunchLog& log) {
   const TcScratch scratch = carve_tc_scratch(p, storage.get(), backward);
   launch_tc_forward(p, scratch, nullptr, &log, true);
   if (backward) launch_tc_backward(p, scratch, nullptr, &log, true);
+}
+
+// ---------------------------------------------------------------------------
+// The stages one at a time (kernels/cuda/tc_stages.hpp): one chunk of one
+// (b, h), B = H = 1 and T = L, so a token tensor is an L x width matrix and a
+// state a K x V one, and each scratch buffer is one slab (n = 0).
+// ---------------------------------------------------------------------------
+namespace {
+
+// Where a quantity lies in a scratch buffer: its rows x cols at the top left
+// of a slab_rows x slab_cols slab (transposed: element (r, c) at (c, r)), zeros
+// elsewhere, multiplied by `factor` (the scale, for Qg and M).
+struct TcSlab {
+  int rows, cols, slab_rows, slab_cols;
+  bool transposed = false;
+  float factor = 1.0f;
+  std::size_t at(int r, int c) const {
+    return transposed ? static_cast<std::size_t>(c) * slab_cols + r
+                      : static_cast<std::size_t>(r) * slab_cols + c;
+  }
+};
+
+// A scratch buffer's element (bf16 or f32) from an f32 and back.
+template <class T>
+T scratch_element(float x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return __float2bfloat16_rn(x);
+  else
+    return x;
+}
+template <class T>
+float scratch_value(T x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return __bfloat162float(x);
+  else
+    return x;
+}
+
+// The device side of one stage: every token, state and gradient buffer of the
+// problem and one slab of each scratch buffer (the backward's included), all
+// zeroed, so that a stage reads only what the caller put there.
+class TcStageDevice {
+ public:
+  TcStageDevice(const StageShape& s, CudaFaults faults) : s_(s) {
+    p_.B = 1, p_.T = s.L, p_.H = 1, p_.K = s.K, p_.V = s.V, p_.chunk = s.chunk, p_.scale = s.scale;
+    p_.input = InputType::f32;
+    p_.faults = faults;
+    if (const std::string why = TcConfig::supports(1, 1, s.K, s.V, s.chunk); !why.empty())
+      throw std::runtime_error("cuda-tc stage: " + why + " (" + describe(p_) + ")");
+    if (s.L < 1 || s.L > s.chunk)
+      throw std::runtime_error("cuda-tc stage: L must be from 1 to the chunk size (" +
+                               describe(p_) + ")");
+    const std::size_t LK = static_cast<std::size_t>(s.L) * s.K,
+                      LV = static_cast<std::size_t>(s.L) * s.V,
+                      KV = static_cast<std::size_t>(s.K) * s.V;
+    p_.q = q_ = allocate(LK), p_.k = k_ = allocate(LK), p_.g = g_ = allocate(LK);
+    p_.b = b_ = allocate(LK), p_.v = v_ = allocate(LV), p_.w = w_ = allocate(LV);
+    p_.h0 = h0_ = allocate(KV), p_.d_o = d_o_ = allocate(LV), p_.dht = dht_ = allocate(KV);
+    p_.o = allocate(LV), p_.ht = allocate(KV), p_.dh0 = allocate(KV);
+    p_.dq = allocate(LK), p_.dk = allocate(LK), p_.dg = allocate(LK), p_.db = allocate(LK);
+    p_.dv = allocate(LV), p_.dw = allocate(LV);
+    scratch_ = carve_tc_scratch(p_, allocate((tc_scratch_bytes(p_, true) + 3) / 4), true);
+  }
+  const DeviceProblem& p() const { return p_; }
+  const TcScratch& scratch() const { return scratch_; }
+
+  // The tokens, as fwd.intra and bwd.bk1 read them; S0, dO and dS_end where a
+  // run's h0, do and dht are.
+  void put_tokens(const StageTokens& x) {
+    put(q_, x.q, s_.L, s_.K, "q"), put(k_, x.k, s_.L, s_.K, "k"), put(g_, x.g, s_.L, s_.K, "g");
+    put(b_, x.b, s_.L, s_.K, "b"), put(v_, x.v, s_.L, s_.V, "v"), put(w_, x.w, s_.L, s_.V, "w");
+  }
+  void put_S0(const HostMatrix& S0) { put(h0_, S0, s_.K, s_.V, "S0"); }
+  void put_dO(const HostMatrix& dO) { put(d_o_, dO, s_.L, s_.V, "dO"); }
+  void put_dS_end(const HostMatrix& dS_end) { put(dht_, dS_end, s_.K, s_.V, "dS_end"); }
+
+  // Where each quantity lies in the scratch (TcScratch's layouts, tc.hpp).
+  template <class T>
+  struct Place {
+    T* buffer;
+    TcSlab slab;
+    const char* name;
+  };
+  Place<bf16> Wt() const { return {scratch_.Wt, {L(), K(), kC, KP()}, "Wt"}; }
+  Place<bf16> Ut() const { return {scratch_.Ut, {L(), V(), kC, VP()}, "Ut"}; }
+  Place<bf16> Kdec() const { return {scratch_.KdecT, {L(), K(), KP(), kC, true}, "Kdec"}; }
+  Place<bf16> Qg() const { return {scratch_.Qg, {L(), K(), kC, KP(), false, s_.scale}, "Qg"}; }
+  Place<bf16> M() const { return {scratch_.M, {L(), L(), kC, kC, false, s_.scale}, "M"}; }
+  Place<bf16> Tinv() const { return {scratch_.Tinv, {L(), L(), kC, kC}, "Tinv"}; }
+  Place<float> decay_end() const { return {scratch_.decay_end, {1, K(), 1, KP()}, "decay_end"}; }
+  Place<bf16> U() const { return {scratch_.UT, {L(), V(), VP(), kC, true}, "U"}; }
+  Place<bf16> S0() const { return {scratch_.S0T, {K(), V(), VP(), KP(), true}, "S0"}; }
+  Place<bf16> dS_end() const { return {scratch_.dS_endT, {K(), V(), VP(), KP(), true}, "dS_end"}; }
+  Place<bf16> dU() const { return {scratch_.dU, {L(), V(), kC, VP()}, "dU"}; }
+
+  template <class T>
+  void put(const Place<T>& place, const HostMatrix& m) {
+    const TcSlab& at = place.slab;
+    check_size(m, at.rows, at.cols, place.name);
+    std::vector<T> slab(static_cast<std::size_t>(at.slab_rows) * at.slab_cols,
+                        scratch_element<T>(0.0f));
+    for (int r = 0; r < at.rows; ++r)
+      for (int c = 0; c < at.cols; ++c)
+        slab[at.at(r, c)] = scratch_element<T>(at.factor * m[r * at.cols + c]);
+    copy(place.buffer, slab.data(), slab.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  template <class T>
+  HostMatrix get(const Place<T>& place) const {
+    const TcSlab& at = place.slab;
+    std::vector<T> slab(static_cast<std::size_t>(at.slab_rows) * at.slab_cols);
+    copy(slab.data(), place.buffer, slab.size() * sizeof(T), cudaMemcpyDeviceToHost);
+    HostMatrix m(static_cast<std::size_t>(at.rows) * at.cols);
+    for (int r = 0; r < at.rows; ++r)
+      for (int c = 0; c < at.cols; ++c)
+        m[r * at.cols + c] = scratch_value(slab[at.at(r, c)]) / at.factor;
+    return m;
+  }
+  // An output buffer (a token tensor or a state) as a rows x cols matrix.
+  HostMatrix get(const float* buffer, int rows, int cols) const {
+    HostMatrix m(static_cast<std::size_t>(rows) * cols);
+    copy(m.data(), buffer, m.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    return m;
+  }
+
+ private:
+  int L() const { return s_.L; }
+  int K() const { return s_.K; }
+  int V() const { return s_.V; }
+  int KP() const { return padded(s_.K); }
+  int VP() const { return padded(s_.V); }
+  float* allocate(std::size_t floats) {
+    buffers_.push_back(std::make_unique<DeviceBuffer>(floats, "cudaMalloc (tc stage)", p_));
+    float* at = buffers_.back()->get();
+    CUDA_CHECK(cudaMemset(at, 0, floats * sizeof(float)), "cudaMemset (tc stage)", p_);
+    return at;
+  }
+  void check_size(const HostMatrix& m, int rows, int cols, const char* name) const {
+    if (m.size() != static_cast<std::size_t>(rows) * cols)
+      throw std::runtime_error(std::string("cuda-tc stage: ") + name + " holds " +
+                               std::to_string(m.size()) + " floats, not " + std::to_string(rows) +
+                               " x " + std::to_string(cols) + " (" + describe(p_) + ")");
+  }
+  void put(float* buffer, const HostMatrix& m, int rows, int cols, const char* name) {
+    check_size(m, rows, cols, name);
+    copy(buffer, m.data(), m.size() * sizeof(float), cudaMemcpyHostToDevice);
+  }
+  void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const {
+    CUDA_CHECK(cudaMemcpy(to, from, bytes, kind),
+               kind == cudaMemcpyHostToDevice ? "cudaMemcpy (tc stage input)"
+                                              : "cudaMemcpy (tc stage output)",
+               p_);
+  }
+
+  StageShape s_;
+  DeviceProblem p_;
+  TcScratch scratch_{};
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+  float *q_, *k_, *g_, *b_, *v_, *w_, *h0_, *d_o_, *dht_;
+};
+
+}  // namespace
+
+StageIntra run_tc_fwd_intra(const StageShape& s, const StageTokens& x, CudaFaults faults) {
+  TcStageDevice d(s, faults);
+  d.put_tokens(x);
+  launch_tc_forward(d.p(), d.scratch(), nullptr, nullptr, true, kTcIntra);
+  StageIntra out;  // G stays in fwd.intra's shared memory
+  out.Tinv = d.get(d.Tinv());
+  out.Ut = d.get(d.Ut());
+  out.Wt = d.get(d.Wt());
+  out.M = d.get(d.M());
+  out.Qg = d.get(d.Qg());
+  out.Kdec = d.get(d.Kdec());
+  out.decay_end = d.get(d.decay_end());
+  return out;
+}
+
+StageForward run_tc_fwd_inter(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
+                              CudaFaults faults) {
+  TcStageDevice d(s, faults);
+  d.put_S0(S0);
+  d.put(d.Wt(), intra.Wt);
+  d.put(d.Kdec(), intra.Kdec);
+  d.put(d.Ut(), intra.Ut);
+  d.put(d.decay_end(), intra.decay_end);
+  launch_tc_forward(d.p(), d.scratch(), nullptr, nullptr, true, kTcState);
+  StageForward out;  // O is fwd.output's
+  out.U = d.get(d.U());
+  out.S_end = d.get(d.p().ht, s.K, s.V);
+  return out;
+}
+
+HostMatrix run_tc_fwd_output(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
+                             const HostMatrix& U, CudaFaults faults) {
+  TcStageDevice d(s, faults);
+  d.put(d.Qg(), intra.Qg);
+  d.put(d.M(), intra.M);
+  d.put(d.S0(), S0);
+  d.put(d.U(), U);
+  launch_tc_forward(d.p(), d.scratch(), nullptr, nullptr, true, kTcOutput);
+  return d.get(d.p().o, s.L, s.V);
+}
+
+StageBk2 run_tc_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,
+                        const HostMatrix& dS_end, CudaFaults faults) {
+  TcStageDevice d(s, faults);
+  d.put_dO(dO);
+  d.put_dS_end(dS_end);
+  d.put(d.M(), intra.M);
+  d.put(d.Kdec(), intra.Kdec);
+  d.put(d.Qg(), intra.Qg);
+  d.put(d.Wt(), intra.Wt);
+  d.put(d.decay_end(), intra.decay_end);
+  launch_tc_backward(d.p(), d.scratch(), nullptr, nullptr, true, kTcBk2);
+  StageBk2 out;
+  out.dU = d.get(d.dU());
+  out.dS0 = d.get(d.p().dh0, s.K, s.V);
+  return out;
+}
+
+StageGradients run_tc_bwd_bk1(const StageShape& s, const StageTokens& x, const StageIntra& intra,
+                              const HostMatrix& S0, const HostMatrix& U, const HostMatrix& dO,
+                              const HostMatrix& dS_end, const HostMatrix& dU, CudaFaults faults) {
+  TcStageDevice d(s, faults);
+  d.put_tokens(x);
+  d.put_dO(dO);
+  d.put(d.Tinv(), intra.Tinv);
+  d.put(d.Ut(), intra.Ut);
+  d.put(d.Wt(), intra.Wt);
+  d.put(d.decay_end(), intra.decay_end);
+  // the glue: fwd.inter's S0 and U, bwd.bk2's dS_end and dU
+  d.put(d.S0(), S0);
+  d.put(d.U(), U);
+  d.put(d.dS_end(), dS_end);
+  d.put(d.dU(), dU);
+  launch_tc_backward(d.p(), d.scratch(), nullptr, nullptr, true, kTcBk1);
+  const int L = s.L, K = s.K, V = s.V;
+  StageGradients out;
+  out.dq = d.get(d.p().dq, L, K);
+  out.dk = d.get(d.p().dk, L, K);
+  out.dg = d.get(d.p().dg, L, K);
+  out.db = d.get(d.p().db, L, K);
+  out.dv = d.get(d.p().dv, L, V);
+  out.dw = d.get(d.p().dw, L, V);
+  return out;
 }
 
 }  // namespace deltaproof::kernels::cuda

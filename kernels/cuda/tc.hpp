@@ -60,9 +60,18 @@ struct TcScratch {
 std::size_t tc_scratch_bytes(const DeviceProblem& p, bool backward = false);
 TcScratch carve_tc_scratch(const DeviceProblem& p, void* base, bool backward = false);
 
-// The forward's stages, as bits of a mask (a benchmark times one alone, on
-// scratch an earlier whole run filled).
-enum TcStage : unsigned { kTcIntra = 1, kTcState = 2, kTcOutput = 4, kTcForward = 7 };
+// The stages, as bits of a mask (a benchmark times one alone, on scratch an
+// earlier whole run filled; a stage test runs one alone, kernels/cuda/tc_stages.hpp).
+// bwd.bk1 is its two kernels, tc_bwd_products then tc_bwd_tokens.
+enum TcStage : unsigned {
+  kTcIntra = 1,
+  kTcState = 2,
+  kTcOutput = 4,
+  kTcForward = 7,
+  kTcBk2 = 8,
+  kTcBk1 = 16,
+  kTcBackward = 24
+};
 
 // The forward stages fwd.intra, fwd.inter and fwd.output (those in `stages`)
 // on `stream`. Checks each launch; with `synchronous`, waits for each kernel
@@ -71,10 +80,10 @@ void launch_tc_forward(const DeviceProblem& p, const TcScratch& scratch, CUstrea
                        LaunchLog* log, bool synchronous, unsigned stages = kTcForward);
 
 // The backward stages bwd.bk2 (with the glue: dS_end handed back, dh0) and
-// bwd.bk1 on scratch the forward filled (carved with `backward`), on `stream`;
-// checked as launch_tc_forward.
+// bwd.bk1 (those in `stages`) on scratch the forward filled (carved with
+// `backward`), on `stream`; checked as launch_tc_forward.
 void launch_tc_backward(const DeviceProblem& p, const TcScratch& scratch, CUstream_st* stream,
-                        LaunchLog* log, bool synchronous);
+                        LaunchLog* log, bool synchronous, unsigned stages = kTcBackward);
 
 // The backend's entry: allocates the scratch, runs the forward (and the
 // backward) synchronously.
