@@ -13,80 +13,19 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <ostream>
 #include <string>
-#include <vector>
 
-#include "kernels/backend.hpp"
 #include "kernels/cpu/chunk.hpp"
 #include "kernels/cuda/stages.hpp"
 #include "kernels/faults.hpp"
-#include "oracle/problem.hpp"
 #include "tests/kernels/stage_compare.hpp"
+#include "tests/kernels/stage_problem.hpp"
 
 namespace deltaproof::testing {
 namespace {
 
 using kernels::cpu::MatF;
 using kernels::cuda::HostMatrix;
-
-struct StageCase {
-  const char* name;
-  int L, chunk, K, V;
-};
-// Named in the test list by its name, not its bytes.
-void PrintTo(const StageCase& c, std::ostream* os) { *os << c.name; }
-
-// One chunk of one (b, h), the same values for both twins: drawn by the oracle
-// (gdn2, B = H = 1, T = L), so every token tensor is an L x width matrix.
-struct ChunkProblem {
-  kernels::cuda::StageShape shape;
-  kernels::cuda::StageTokens tokens;
-  kernels::cpu::ChunkInputs inputs;  // G the cumulative g, as run_head forms it
-  MatF S0, dO, dS_end;               // h0, do and dht as the chunk's S0, dO and dS_end
-};
-
-MatF matrix(const std::vector<double>& values, int rows, int cols) {
-  MatF m(rows, cols);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) m(r, c) = static_cast<float>(values.at(r * cols + c));
-  return m;
-}
-
-HostMatrix host(const MatF& m) { return HostMatrix(m.data(), m.data() + m.size()); }
-
-ChunkProblem chunk_problem(const StageCase& c) {
-  oracle::FixtureSpec spec;
-  spec.op = oracle::Op::gdn2;
-  spec.B = 1, spec.T = c.L, spec.H = 1, spec.K = c.K, spec.V = c.V, spec.chunk = c.chunk;
-  spec.seed = 12;
-  const oracle::Problem p = oracle::draw_problem(spec);
-  ChunkProblem out;
-  out.shape = {c.L, c.chunk, c.K, c.V, static_cast<float>(spec.scale())};
-  kernels::cpu::ChunkInputs& in = out.inputs;
-  in.Q = matrix(p.at("q"), c.L, c.K);
-  in.K = matrix(p.at("k"), c.L, c.K);
-  in.V = matrix(p.at("v"), c.L, c.V);
-  in.B = matrix(p.at("b"), c.L, c.K);
-  in.W = matrix(p.at("w"), c.L, c.V);
-  const MatF g = matrix(p.at("g"), c.L, c.K);
-  in.G = g;
-  for (int r = 1; r < c.L; ++r) in.G.row(r) += in.G.row(r - 1);
-  in.tail = c.L < c.chunk;
-  out.tokens = {host(in.Q), host(in.K), host(in.V), host(g), host(in.B), host(in.W)};
-  out.S0 = matrix(p.at("h0"), c.K, c.V);
-  out.dO = matrix(p.at("do"), c.L, c.V);
-  out.dS_end = matrix(p.at("dht"), c.K, c.V);
-  return out;
-}
-
-// The CPU twin's fwd.intra as the CUDA stages take it.
-kernels::cuda::StageIntra host_intra(const kernels::cpu::ChunkInputs& in,
-                                     const kernels::cpu::ChunkIntra& intra) {
-  return {
-      host(in.G),    host(intra.Tinv), host(intra.Ut),   host(intra.Wt),
-      host(intra.M), host(intra.Qg),   host(intra.Kdec), host(MatF(intra.decay_end.transpose()))};
-}
 
 // One quantity against the twin's: the figure printed, a failure named.
 void expect_stage(const char* stage, const char* quantity, const HostMatrix& cuda,
@@ -97,12 +36,6 @@ void expect_stage(const char* stage, const char* quantity, const HostMatrix& cud
   EXPECT_TRUE(result);
 }
 
-class NeedsGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
-  }
-};
 class CudaStages : public NeedsGpu, public ::testing::WithParamInterface<StageCase> {};
 
 TEST_P(CudaStages, FwdIntraMatchesItsCpuTwin) {
@@ -129,19 +62,6 @@ TEST_P(CudaStages, FwdInterMatchesItsCpuTwin) {
   expect_stage("fwd.inter", "U", cuda.U, cpu.U);
   expect_stage("fwd.inter", "O", cuda.O, cpu.O);
   expect_stage("fwd.inter", "S_end", cuda.S_end, cpu.S_end);
-}
-
-// bk1_chunk_adjoint leaves the chunk's dU in its scratch: bwd.bk2's dU on the CPU.
-struct CpuBackward {
-  MatF dU, dS0;
-  kernels::cpu::ChunkGradients grad;
-};
-CpuBackward cpu_backward(const ChunkProblem& x, const kernels::cpu::ChunkIntra& intra) {
-  CpuBackward out;
-  out.grad =
-      kernels::cpu::bk1_chunk_adjoint(x.inputs, intra, x.S0, x.dO, x.dS_end, x.shape.scale, out.dU);
-  out.dS0 = kernels::cpu::bk2_state_gradient(intra, x.dO, x.dS_end, x.shape.scale);
-  return out;
 }
 
 TEST_P(CudaStages, BwdBk2MatchesItsCpuTwin) {

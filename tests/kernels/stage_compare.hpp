@@ -1,8 +1,10 @@
 // tests/kernels/stage_compare.hpp — one quantity of a CUDA stage held against
-// its CPU twin's (tests/kernels/cuda_stages_test.cpp), measured with core's one
-// metric (core/metric.hpp: rel = max|a - b| / max|b| over the quantity). The
-// result says, googletest style, what was compared, the figure and the bar,
-// and on failure where the worst entry is and what both sides hold there.
+// its CPU twin's (tests/kernels/cuda_stages_test.cpp, cuda_tc_stages_test.cpp),
+// measured with core's one metric (core/metric.hpp: rel = max|a - b| / max|b|
+// over the quantity) or, for a kernel of a narrower precision class, with the
+// relative Frobenius error (StageFigure). The result says, googletest style,
+// what was compared, the figure and the bar, and on failure where the worst
+// entry is and what both sides hold there.
 // Host code only: tests/kernels/stage_compare_test.cpp sees it go red on the CPU.
 #pragma once
 
@@ -34,12 +36,25 @@ inline float flush_subnormal(float x) {
   return std::fabs(x) < std::numeric_limits<float>::min() ? 0.0f : x;
 }
 
+// The figure a stage quantity is held to.
+//   rel            core's metric, max|a - b| / max|b|: f32 against f32, where
+//                  the difference is summation order and a bar of a few f32
+//                  ulps holds every element.
+//   rel_frobenius  ||a - b||_F / ||b||_F: a kernel of a narrower class (cuda-tc,
+//                  bf16) rounds every element, so its error is noise spread
+//                  over all of them; its root-mean-square is stable from draw
+//                  to draw where the largest element's is the tail of
+//                  thousands of draws (tests/kernels/cuda_tc_stages_test.cpp
+//                  derives its bar on this figure).
+enum class StageFigure { rel, rel_frobenius };
+
 // `stage` `quantity` (e.g. "bwd.bk1", "dk") of the CUDA stage, row-major, against
-// the CPU twin's: success when its rel is at most `bar`, subnormal values
+// the CPU twin's: success when its `figure` is at most `bar`, subnormal values
 // flushed to zero on both sides.
 inline ::testing::AssertionResult stage_matches(std::string_view stage, std::string_view quantity,
                                                 const std::vector<float>& cuda,
-                                                const kernels::cpu::MatF& cpu, double bar) {
+                                                const kernels::cpu::MatF& cpu, double bar,
+                                                StageFigure figure = StageFigure::rel) {
   std::ostringstream what;
   what.precision(3);
   what << std::scientific << stage << " " << quantity << ": ";
@@ -49,16 +64,27 @@ inline ::testing::AssertionResult stage_matches(std::string_view stage, std::str
            << what.str() << "the CUDA stage gave " << cuda.size()
            << " values where its CPU twin has " << rows << " x " << cols;
   RelError error;
+  double diff_squares = 0.0, ref_squares = 0.0;  // the Frobenius norms' squares
   for (Eigen::Index r = 0; r < rows; ++r)
-    for (Eigen::Index c = 0; c < cols; ++c)
-      error.add(flush_subnormal(cuda[r * cols + c]), flush_subnormal(cpu(r, c)));
-  const double rel = error.rel();
-  if (rel <= bar) {
-    what << "rel " << rel << " (bar " << bar << ")";
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      const double a = flush_subnormal(cuda[r * cols + c]), b = flush_subnormal(cpu(r, c));
+      error.add(a, b);
+      diff_squares += (a - b) * (a - b), ref_squares += b * b;
+    }
+  const char* name = figure == StageFigure::rel ? "rel" : "rel_frobenius";
+  // rel_frobenius as rel(): 0 where nothing differs, inf where a value is not
+  // finite or a reference of zeros is missed
+  const double value = figure == StageFigure::rel ? error.rel()
+                       : error.non_finite > 0     ? std::numeric_limits<double>::infinity()
+                       : diff_squares == 0.0      ? 0.0
+                       : ref_squares == 0.0       ? std::numeric_limits<double>::infinity()
+                                                  : std::sqrt(diff_squares / ref_squares);
+  if (value <= bar) {
+    what << name << " " << value << " (bar " << bar << ")";
     return ::testing::AssertionSuccess() << what.str();
   }
-  what << "the CUDA stage differs from its CPU twin by rel " << rel << ", which exceeds the bar "
-       << bar;
+  what << "the CUDA stage differs from its CPU twin by " << name << " " << value
+       << ", which exceeds the bar " << bar;
   if (error.non_finite > 0) {
     what << " (" << error.non_finite << " of its " << error.count << " values are not finite)";
   } else {

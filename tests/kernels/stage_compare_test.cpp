@@ -1,7 +1,7 @@
 // tests/kernels/stage_compare_test.cpp — the comparison of the CUDA stage tests
 // (tests/kernels/stage_compare.hpp) on the CPU: green within its bar, red past
 // it, on a size mismatch and on a NaN (subnormals as zero), each failure naming the stage, the
-// quantity, the worst index, the figure and the bar.
+// quantity, the worst index, the figure and the bar; the relative Frobenius figure beside rel.
 #include "tests/kernels/stage_compare.hpp"
 
 #include <gtest/gtest.h>
@@ -44,6 +44,31 @@ TEST(StageCompare, AnEntryPastTheBarFailsNamingItsIndex) {
                            "at [1, 2]", "max |cpu| 4.000e+00"})
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   EXPECT_TRUE(stage_matches("bwd.bk1", "dk", cuda, reference(), 2e-4));
+}
+
+// ||cuda - cpu||_F / ||cpu||_F: one entry off by 1e-2 ||cpu||_F (||cpu||_F^2 =
+// 31.25) is rel_frobenius 1e-2 where rel is 1.4e-2.
+TEST(StageCompare, TheFrobeniusFigureIsTheRootMeanSquareError) {
+  std::vector<float> cuda = row_major(reference());
+  cuda[1 * 3 + 2] += 1e-2f * std::sqrt(31.25f);
+  const auto red =
+      stage_matches("bwd.bk1", "dg", cuda, reference(), 5e-3, StageFigure::rel_frobenius);
+  ASSERT_FALSE(red);
+  const std::string message = red.message();
+  for (const char* part :
+       {"bwd.bk1 dg:", "by rel_frobenius 1.000e-02", "exceeds the bar 5.000e-03", "at [1, 2]"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  const auto green =
+      stage_matches("bwd.bk1", "dg", cuda, reference(), 1.2e-2, StageFigure::rel_frobenius);
+  EXPECT_TRUE(green);
+  EXPECT_NE(std::string(green.message()).find("rel_frobenius 1.000e-02 (bar 1.200e-02)"),
+            std::string::npos)
+      << green.message();
+  EXPECT_FALSE(stage_matches("bwd.bk1", "dg", cuda, reference(), 1.2e-2));  // rel 1.4e-2
+  EXPECT_TRUE(stage_matches("bwd.bk1", "dg", row_major(reference()), reference(), 0.0,
+                            StageFigure::rel_frobenius));
+  cuda[0] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(stage_matches("bwd.bk1", "dg", cuda, reference(), 1.0, StageFigure::rel_frobenius));
 }
 
 TEST(StageCompare, ASizeMismatchFails) {
