@@ -69,9 +69,10 @@ FixtureSpec spec_from(const GenArguments& a) {
     throw InputError(
         fmt::format("unknown regime '{}'; pass --regime default, mild, stress or edge.", a.regime));
   s.regime = *regime;
-  if (a.dtype != "f32" && a.dtype != "bf16")
+  const auto dtype = parse_input_dtype(a.dtype);
+  if (!dtype)
     throw InputError(fmt::format("unknown dtype '{}'; pass --dtype f32 or --dtype bf16.", a.dtype));
-  s.dtype = a.dtype == "bf16" ? DType::BF16 : DType::F32;
+  s.dtype = *dtype;
   if (a.h0 != "drawn" && a.h0 != "zero")
     throw InputError(fmt::format("unknown --h0 '{}'; pass --h0 drawn or --h0 zero.", a.h0));
   s.zero_h0 = a.h0 == "zero";
@@ -184,25 +185,6 @@ void say_not_written(const std::string& file, const SelfCheckReport& report) {
              file, failure->check, format_figure(*failure), failure->bar);
 }
 
-nlohmann::json spec_json(const FixtureSpec& s) {
-  nlohmann::json j = {{"op", op_name(s.op)},
-                      {"B", s.B},
-                      {"T", s.T},
-                      {"H", s.H},
-                      {"K", s.K},
-                      {"V", s.V},
-                      {"chunk", s.chunk},
-                      {"regime", regime_name(s.regime)},
-                      {"dtype", s.dtype == DType::BF16 ? "bf16" : "f32"},
-                      {"seed", s.seed},
-                      {"h0", s.h0_is_zero() ? "zero" : "drawn"},
-                      {"scale", s.scale()}};
-  if (s.group() > 1) j["HV"] = s.HV;
-  if (s.packed()) j["cu_seqlens"] = s.cu_seqlens;
-  if (s.masked_do) j["do_mask"] = kDoMask;
-  return j;
-}
-
 struct Generated {
   GeneratedFixture fixture;
   double seconds = 0.0;
@@ -286,7 +268,7 @@ int run_one(const GenArguments& args) {
   if (!args.report.empty()) {
     nlohmann::json report = {{"tool", kGeneratorVersion},
                              {"command", g.fixture.file.metadata["command"]},
-                             {"spec", spec_json(spec)},
+                             {"spec", spec},
                              {"out", out.string()},
                              {"written", write},
                              {"status", g.fixture.file.metadata["status"]},
@@ -361,7 +343,7 @@ int run_all(const GenArguments& args) {
     write_safetensors(dir / f.file, g.fixture.file);
     const auto bytes = read_file_bytes(dir / f.file);
     manifest["fixtures"].push_back({{"file", f.file},
-                                    {"spec", spec_json(f.spec)},
+                                    {"spec", f.spec},
                                     {"command", g.fixture.file.metadata["command"]},
                                     {"sha256", sha256_hex(bytes)},
                                     {"bytes", bytes.size()},
@@ -424,7 +406,7 @@ int run_production(const GenArguments& args) {
     }
     write_safetensors(dir / f.file, g.fixture.file);
     manifest["fixtures"].push_back({{"file", f.file},
-                                    {"spec", spec_json(f.spec)},
+                                    {"spec", f.spec},
                                     {"command", g.fixture.file.metadata["command"]},
                                     {"reference", g.fixture.file.metadata["reference_precision"]},
                                     {"self_checks", g.fixture.report.to_json()},

@@ -14,6 +14,7 @@
 #include "gates/fixture_io.hpp"
 #include "gates/kinds/kind.hpp"
 #include "gates/noise.hpp"
+#include "oracle/op.hpp"
 
 namespace deltaproof::gates {
 namespace fs = std::filesystem;
@@ -77,9 +78,14 @@ LoadedFixture load_fixture(const fs::path& path, Phase phase) {
     f.reference[name] = f.file.tensors.at(name).to_f64();
   }
   nlohmann::json spec = nlohmann::json::object();
-  for (const char* key : {"op", "B", "T", "H", "HV", "N", "K", "V", "chunk", "regime", "dtype",
-                          "seed", "h0", "status"})
-    if (auto it = f.file.metadata.find(key); it != f.file.metadata.end()) spec[key] = it->second;
+  // the spec's metadata entries as the file holds them (oracle::spec_metadata
+  // wrote them), less scale, which K gives; and whether its self-checks passed
+  for (const std::string_view key : oracle::kSpecMetadataKeys)
+    if (key != "scale")
+      if (auto it = f.file.metadata.find(std::string(key)); it != f.file.metadata.end())
+        spec[it->first] = it->second;
+  if (auto it = f.file.metadata.find("status"); it != f.file.metadata.end())
+    spec["status"] = it->second;
   if (f.job.shape.packed()) spec["cu_seqlens"] = f.job.shape.cu_seqlens;
   f.info = {{"path", path.string()}, {"sha256", sha256_hex(bytes)}, {"spec", spec}};
   // what computed the reference: the quad oracle, or f64 on a GPU (gen --reference gpu-f64)

@@ -1,8 +1,6 @@
 // oracle/fixture.cpp — assembling fixtures. See fixture.hpp.
 #include "oracle/fixture.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -22,27 +20,6 @@ std::vector<std::string> names_of(const std::vector<TensorLayout>& layouts) {
   std::vector<std::string> names;
   for (const auto& layout : layouts) names.push_back(layout.name);
   return names;
-}
-
-const std::string& metadata_entry(const std::map<std::string, std::string>& metadata,
-                                  const std::string& key, const std::string& source) {
-  auto it = metadata.find(key);
-  if (it == metadata.end())
-    throw InputError(
-        fmt::format("{}: the metadata has no '{}' entry, so the fixture's spec "
-                    "cannot be read; regenerate it with deltaproof gen.",
-                    source, key));
-  return it->second;
-}
-
-long long metadata_integer(const std::map<std::string, std::string>& metadata,
-                           const std::string& key, const std::string& source) {
-  const std::string& text = metadata_entry(metadata, key, source);
-  long long value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size())
-    throw InputError(fmt::format("{}: metadata '{}' is '{}', not an integer.", source, key, text));
-  return value;
 }
 
 }  // namespace
@@ -75,15 +52,7 @@ std::size_t differing_bytes(const SafetensorsFile& a, const SafetensorsFile& b) 
 }
 
 std::string canonical_command(const FixtureSpec& s, const std::string& file_name) {
-  return fmt::format(
-      "deltaproof gen --op {} --B {} --T {} --H {} --K {} --V {} --chunk {} --regime {} --dtype {} "
-      "--seed {}{} --out {}",
-      op_name(s.op), s.B, s.T, s.H, s.K, s.V, s.chunk, regime_name(s.regime),
-      s.dtype == DType::BF16 ? "bf16" : "f32", s.seed,
-      std::string(s.zero_h0 ? " --h0 zero" : "") + (s.masked_do ? " --do-mask" : "") +
-          (s.group() > 1 ? fmt::format(" --HV {}", s.HV) : "") +
-          (s.packed() ? fmt::format(" --cu-seqlens {}", fmt::join(s.cu_seqlens, ",")) : ""),
-      file_name);
+  return fmt::format("deltaproof gen {} --out {}", gen_options(s), file_name);
 }
 
 void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::string& reference,
@@ -91,22 +60,7 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
   auto& m = out.file.metadata;
   m["format"] = "deltaproof-fixture/1";
   m["generator"] = kGeneratorVersion;
-  m["op"] = op_name(spec.op);
-  m["B"] = std::to_string(spec.B);
-  m["T"] = std::to_string(spec.T);
-  m["H"] = std::to_string(spec.H);
-  m["K"] = std::to_string(spec.K);
-  m["V"] = std::to_string(spec.V);
-  m["chunk"] = std::to_string(spec.chunk);
-  m["scale"] = fmt::format("{:.17g}", spec.scale());
-  m["regime"] = regime_name(spec.regime);
-  m["dtype"] = spec.dtype == DType::BF16 ? "bf16" : "f32";
-  m["seed"] = std::to_string(spec.seed);
-  if (spec.zero_h0) m["h0"] = "zero";          // absent: drawn (the files made before the option)
-  if (spec.masked_do) m["do_mask"] = kDoMask;  // absent: every dO row drawn
-  if (spec.group() > 1) m["HV"] = std::to_string(spec.HV);  // absent: HV = H
-  if (spec.packed())
-    m["N"] = std::to_string(spec.states());  // absent: dense; cu_seqlens holds them
+  for (auto& [key, value] : spec_metadata(spec)) m[key] = std::move(value);
   m["inputs"] = join(names_of(input_layouts(spec)));
   m["cotangents"] = join(names_of(cotangent_layouts(spec)));
   m["outputs"] = join(names_of(output_layouts(spec)));
@@ -166,51 +120,6 @@ GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions
 }
 
 void mark_unchecked(SafetensorsFile& file) { file.metadata["status"] = "unchecked"; }
-
-FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
-                               const std::string& source) {
-  auto get = [&](const std::string& key) -> const std::string& {
-    return metadata_entry(metadata, key, source);
-  };
-  auto number = [&](const std::string& key) { return metadata_integer(metadata, key, source); };
-  FixtureSpec s;
-  const auto op = parse_op(get("op"));
-  if (!op)
-    throw InputError(
-        fmt::format("{}: metadata 'op' is '{}', not gdn2, kda or gdn.", source, get("op")));
-  s.op = *op;
-  s.B = static_cast<int>(number("B"));
-  s.T = static_cast<int>(number("T"));
-  s.H = static_cast<int>(number("H"));
-  s.K = static_cast<int>(number("K"));
-  s.V = static_cast<int>(number("V"));
-  s.chunk = static_cast<int>(number("chunk"));
-  const auto regime = parse_regime(get("regime"));
-  if (!regime)
-    throw InputError(
-        fmt::format("{}: metadata 'regime' is '{}', not default, mild, stress or edge.", source,
-                    get("regime")));
-  s.regime = *regime;
-  const std::string& dtype = get("dtype");
-  if (dtype != "f32" && dtype != "bf16")
-    throw InputError(fmt::format("{}: metadata 'dtype' is '{}', not f32 or bf16.", source, dtype));
-  s.dtype = dtype == "bf16" ? DType::BF16 : DType::F32;
-  s.seed = static_cast<std::uint64_t>(number("seed"));
-  if (auto it = metadata.find("h0"); it != metadata.end()) {
-    if (it->second != "zero" && it->second != "drawn")
-      throw InputError(
-          fmt::format("{}: metadata 'h0' is '{}', not zero or drawn.", source, it->second));
-    s.zero_h0 = it->second == "zero";
-  }
-  if (auto it = metadata.find("do_mask"); it != metadata.end()) {
-    if (it->second != kDoMask)
-      throw InputError(fmt::format("{}: metadata 'do_mask' is '{}'; the one mask is '{}'.", source,
-                                   it->second, kDoMask));
-    s.masked_do = true;
-  }
-  if (metadata.count("HV")) s.HV = static_cast<int>(number("HV"));
-  return s;
-}
 
 std::vector<std::int64_t> read_cu_seqlens(const SafetensorsFile& file, const std::string& source,
                                           int B, int T) {

@@ -14,8 +14,6 @@
 namespace deltaproof::oracle {
 
 inline constexpr const char* kGeneratorVersion = "deltaproof-oracle 0.1.0";
-// The metadata value of a fixture made with `gen --do-mask` (FixtureSpec::masked_do).
-inline constexpr const char* kDoMask = "zero at t mod 3 = 2";
 
 struct GenerateOptions {
   int threads = 0;
@@ -50,13 +48,8 @@ void set_fixture_metadata(const FixtureSpec& spec, double loss, const std::strin
 GeneratedFixture generate_fixture(const FixtureSpec& spec, const GenerateOptions& options);
 void mark_unchecked(SafetensorsFile& file);
 
-// `deltaproof gen ...` that regenerates this spec into `file_name`.
+// `deltaproof gen ...` that regenerates this spec into `file_name` (gen_options).
 std::string canonical_command(const FixtureSpec& spec, const std::string& file_name);
-
-// Reads a spec back from a fixture's metadata; throws InputError naming
-// `source` and the key on a missing or malformed entry.
-FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
-                               const std::string& source);
 
 // A packed file's offsets: the I64 tensor cu_seqlens, [N + 1] (N from the
 // metadata where it is given), a valid packing of B = 1 and T tokens; empty

@@ -7,10 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/op.hpp"
 #include "core/tensor.hpp"
@@ -24,6 +27,11 @@ enum class Regime { default_, mild, stress, edge };
 
 std::string_view regime_name(Regime regime);
 std::optional<Regime> parse_regime(std::string_view name);
+
+// A kernel's input dtype as gen's --dtype, a fixture's metadata and reports
+// write it: "f32" or "bf16".
+std::string_view input_dtype_name(DType dtype);
+std::optional<DType> parse_input_dtype(std::string_view name);
 
 struct FixtureSpec {
   Op op = Op::gdn2;
@@ -60,6 +68,43 @@ struct FixtureSpec {
   // Throws InputError with a sentence naming the bad field and what to change.
   void validate() const;
 };
+
+// The metadata value of a fixture made with `gen --do-mask` (FixtureSpec::masked_do).
+inline constexpr const char* kDoMask = "zero at t mod 3 = 2";
+
+// A spec's one serialisation, in the three spellings it is written in. Each
+// writes every field of FixtureSpec; the first two read every field back
+// (tests/oracle/spec_io_test.cpp round-trips each one).
+//
+// JSON (gen --report, manifest.json): typed values; h0 "zero" or "drawn" as
+// the fixture has it (h0_is_zero); scale beside them for readers; HV,
+// cu_seqlens and do_mask only where they differ from the default. from_json
+// throws InputError naming the key; it ignores scale, and reads h0 "zero" in
+// the edge regime (whose h0 is zero whatever zero_h0 says) as zero_h0 false.
+void to_json(nlohmann::json& j, const FixtureSpec& spec);
+void from_json(const nlohmann::json& j, FixtureSpec& spec);
+
+// A fixture's metadata entries (strings, DESIGN.md section 4): h0 only for
+// `gen --h0 zero`, do_mask only for `gen --do-mask`, HV only for grouped value
+// heads, N (the offsets are the tensor cu_seqlens) only for packed sequences;
+// every key is one of kSpecMetadataKeys.
+std::map<std::string, std::string> spec_metadata(const FixtureSpec& spec);
+inline constexpr std::string_view kSpecMetadataKeys[] = {
+    "op",    "B",     "T",      "H",     "HV",   "N",  "K",      "V",
+    "chunk", "scale", "regime", "dtype", "seed", "h0", "do_mask"};
+// Reads a spec back from a fixture's metadata, all but the offsets
+// (read_cu_seqlens in oracle/fixture.hpp); throws InputError naming `source`
+// and the key on a missing or malformed entry.
+FixtureSpec spec_from_metadata(const std::map<std::string, std::string>& metadata,
+                               const std::string& source);
+// A metadata entry read as an integer; throws InputError naming `source` and
+// the key when it is missing or not an integer.
+long long metadata_integer(const std::map<std::string, std::string>& metadata,
+                           const std::string& key, const std::string& source);
+
+// gen's options that make this spec, "--op gdn2 --B 1 --T 16 ... --seed 0",
+// then --h0 zero, --do-mask, --HV and --cu-seqlens where they apply.
+std::string gen_options(const FixtureSpec& spec);
 
 // Whether an input is read from a sequence's key head: q and k, as FLA lays
 // them out ([B, T, H, K]); every other tensor carries the value head.

@@ -148,9 +148,10 @@ oracle::FixtureSpec fixture_spec(const std::string& op, std::optional<int> B, st
     throw InputError(
         fmt::format("unknown regime '{}'; pass 'default', 'mild', 'stress' or 'edge'.", regime));
   s.regime = *parsed_regime;
-  if (dtype != "f32" && dtype != "bf16")
+  const auto parsed_dtype = oracle::parse_input_dtype(dtype);
+  if (!parsed_dtype)
     throw InputError(fmt::format("unknown dtype '{}'; pass 'f32' or 'bf16'.", dtype));
-  s.dtype = dtype == "bf16" ? DType::BF16 : DType::F32;
+  s.dtype = *parsed_dtype;
   if (h0 != "drawn" && h0 != "zero")
     throw InputError(fmt::format("unknown h0 '{}'; pass 'drawn' or 'zero'.", h0));
   s.zero_h0 = h0 == "zero";

@@ -282,6 +282,21 @@ TEST_F(ReportSchema, RealGateResultsValidate) {
   }
 }
 
+// A gate on a loss-masked fixture (gen --do-mask) says so in its fixture's
+// spec, as the fixture's metadata does, and the report still validates.
+TEST_F(ReportSchema, ALossMaskedFixturesSpecNamesTheMask) {
+  const LoadedFixture f = load_fixture(kFixtures / "gdn2/t40-c16-domask.safetensors", Phase::fwd);
+  const auto& spec = f.info.at("spec");
+  ASSERT_TRUE(spec.contains("do_mask")) << spec.dump();
+  EXPECT_EQ(spec.at("do_mask"), oracle::kDoMask);
+  EXPECT_FALSE(load_fixture(kFixtures / "gdn2/t40-c16.safetensors", Phase::fwd)
+                   .info.at("spec")
+                   .contains("do_mask"));
+  nlohmann::json masked = report();
+  masked["gates"][0]["fixture"] = f.info;
+  EXPECT_TRUE(schema_errors(masked).empty()) << joined(schema_errors(masked));
+}
+
 // The report really holds what the schema's nullable and conditional parts
 // are there for; otherwise RealGateResultsValidate proves less than it says.
 TEST_F(ReportSchema, ReportCoversEveryShapeOfGateAndTerm) {
