@@ -1,5 +1,5 @@
 // oracle/external.hpp — a fixture whose reference is computed outside the quad
-// oracle: in f64 on a GPU (kernels/cuda/reference64, `gen --reference
+// oracle: in f64 on a GPU (oracle/reference64, `gen --reference
 // gpu-f64`) at a shape whose whole quad oracle would take a CPU hours (issue
 // 13: B4 T4096 H16 K=V=128; one sequence of T 32768). The reference is trusted
 // only as far as these self-checks reach, each stored in the fixture's

@@ -8,14 +8,10 @@
 #include <utility>
 
 #include "core/gdn2_form.hpp"
-#include "kernels/cuda/reference64.hpp"
+#include "oracle/reference64.hpp"
 
 namespace deltaproof::oracle {
 namespace {
-
-using kernels::cuda::Reference64Input;
-using kernels::cuda::Reference64Output;
-using kernels::cuda::Reference64Session;
 
 Reference64Input input_of(const Problem& p) {
   const FixtureSpec& s = p.spec;
@@ -89,14 +85,14 @@ double loss_along(Cache& cache, const Problem& p, const Direction& d, double ste
 }  // namespace
 
 TensorMap evaluate_on_gpu(const Problem& problem, bool with_gradients) {
-  return outputs_of(problem.spec, kernels::cuda::run_reference64(input_of(problem), with_gradients),
+  return outputs_of(problem.spec, run_reference64(input_of(problem), with_gradients),
                     with_gradients);
 }
 
 ExternalEvaluator gpu_f64_evaluator() {
   auto cache = std::make_shared<Cache>();
   ExternalEvaluator e;
-  e.name = "f64 on the GPU (kernels/cuda/reference64), checked against quad on sampled sequences";
+  e.name = "f64 on the GPU (oracle/reference64), checked against quad on sampled sequences";
   e.evaluate = evaluate_on_gpu;
   e.loss_along = [cache](const Problem& p, const Direction& d, double step) {
     return loss_along(*cache, p, d, step);

@@ -1,4 +1,4 @@
-// oracle/gpu_reference.hpp — the f64 GPU reference (kernels/cuda/reference64)
+// oracle/gpu_reference.hpp — the f64 GPU reference (oracle/reference64)
 // as an evaluator of oracle/external.hpp: `gen --reference gpu-f64` and the
 // production set (`gen --production`). Built only where nvcc is (library
 // deltaproof_gpu_reference); it runs where a GPU is.

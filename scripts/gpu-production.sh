@@ -5,7 +5,7 @@
 # triton and safetensors and FLA's `fla` package on PYTHONPATH (e.g. .fla/).
 #   1. `deltaproof gen --production --out production`: gdn2 and kda, bf16
 #      inputs, B4 T4096 H16 K=V=128 and B1 T32768 H1 K=V=128, each computed in
-#      f64 on the GPU (kernels/cuda/reference64) and checked against quad on
+#      f64 on the GPU (oracle/reference64) and checked against quad on
 #      sampled sequences, by central differences and the Taylor remainder of
 #      the reference's own function, and for determinism
 #      (oracle/external.hpp). The fixtures (4-8 GB each) stay on the machine;

@@ -1,5 +1,5 @@
 // tests/kernels/reference64_test.cpp — the f64 reference on the GPU
-// (kernels/cuda/reference64.hpp) against the oracle: the CPU's f64 oracle on
+// (oracle/reference64.hpp) against the oracle: the CPU's f64 oracle on
 // every term to 1e-12 (the same double arithmetic in other orders), and the
 // quad oracle on sampled sequences to 1e-12 (oracle/sampled.hpp, as a
 // production-shape reference is checked). Shapes: every op, B2 H3, a partial
@@ -18,9 +18,9 @@
 
 #include "core/rng.hpp"
 #include "kernels/backend.hpp"
-#include "kernels/cuda/reference64.hpp"
 #include "oracle/evaluate.hpp"
 #include "oracle/gpu_reference.hpp"
+#include "oracle/reference64.hpp"
 #include "oracle/sampled.hpp"
 
 namespace deltaproof::testing {
@@ -112,7 +112,7 @@ TEST(Reference64External, EverySelfCheckPassesAndLossAlongIsAFreshEvaluation) {
 // uploaded and with one replaced; a replacement it cannot take is refused.
 TEST(Reference64Session, ItsForwardIsRunReference64sWithAndWithoutAReplacement) {
   if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
-  kernels::cuda::Reference64Input in;
+  oracle::Reference64Input in;
   in.B = 2, in.T = 70, in.H = 3, in.K = 16, in.V = 8, in.scale = 0.25;
   Rng rng(7, 0);
   const std::size_t tk = 2 * 70 * 3 * 16, tv = 2 * 70 * 3 * 8, kv = 2 * 3 * 16 * 8;
@@ -123,18 +123,18 @@ TEST(Reference64Session, ItsForwardIsRunReference64sWithAndWithoutAReplacement) 
   };
   in.q = draw(tk, -1, 1), in.k = draw(tk, -0.3, 0.3), in.g = draw(tk, -0.2, 0);
   in.b = draw(tk, 0, 1), in.v = draw(tv, -1, 1), in.w = draw(tv, 0, 1), in.h0 = draw(kv, -1, 1);
-  kernels::cuda::Reference64Session session(in);
+  oracle::Reference64Session session(in);
   std::vector<double> o, ht;
   session.forward({}, o, ht);
-  const auto whole = kernels::cuda::run_reference64(in, false);
+  const auto whole = oracle::run_reference64(in, false);
   EXPECT_EQ(o, whole.o);
   EXPECT_EQ(ht, whole.ht);
 
   const std::vector<double> w = draw(tv, 0, 1);
   session.forward({{"w", &w}}, o, ht);
-  kernels::cuda::Reference64Input moved = in;
+  oracle::Reference64Input moved = in;
   moved.w = w;
-  const auto replaced = kernels::cuda::run_reference64(moved, false);
+  const auto replaced = oracle::run_reference64(moved, false);
   EXPECT_EQ(o, replaced.o);
   EXPECT_EQ(ht, replaced.ht);
   EXPECT_NE(o, whole.o);
@@ -149,10 +149,10 @@ TEST(Reference64Session, ItsForwardIsRunReference64sWithAndWithoutAReplacement) 
 
 // Bad input is refused with a sentence before the GPU is touched.
 TEST(Reference64Refuses, AShapeItCannotRunOrInputsOfTheWrongSize) {
-  kernels::cuda::Reference64Input in;
+  oracle::Reference64Input in;
   in.K = 200;
   try {
-    kernels::cuda::run_reference64(in, false);
+    oracle::run_reference64(in, false);
     ADD_FAILURE() << "K = 200 ran";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("K and V must be at most 128"), std::string::npos)
@@ -160,7 +160,7 @@ TEST(Reference64Refuses, AShapeItCannotRunOrInputsOfTheWrongSize) {
   }
   in.K = 4;
   try {
-    kernels::cuda::run_reference64(in, false);
+    oracle::run_reference64(in, false);
     ADD_FAILURE() << "empty inputs ran";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("q holds 0 values, not 4"), std::string::npos) << e.what();

@@ -1,4 +1,4 @@
-// kernels/cuda/reference64.cu — see reference64.hpp. The twin of
+// oracle/reference64.cu — see reference64.hpp. The twin of
 // core/recurrence.hpp (forward() and reverse()) in double, one block per
 // sequence (b, h), the whole K x V state in shared memory (row stride V + 1).
 // Forward, per token t:
@@ -16,7 +16,7 @@
 // walks it back. Each sum is one thread's loop in index order: no atomics,
 // the same bits run to run. Speed is not the point: a sequence of T 4096 at
 // K=V=128 takes a block a fraction of a second.
-#include "kernels/cuda/reference64.hpp"
+#include "oracle/reference64.hpp"
 
 #include <cuda_runtime.h>
 
@@ -28,7 +28,7 @@
 
 #include "core/op.hpp"
 
-namespace deltaproof::kernels::cuda {
+namespace deltaproof::oracle {
 namespace {
 
 using Config = Reference64Config;
@@ -436,4 +436,4 @@ void Reference64Session::forward(const std::vector<Replacement>& replaced, std::
         "ht", in);
 }
 
-}  // namespace deltaproof::kernels::cuda
+}  // namespace deltaproof::oracle

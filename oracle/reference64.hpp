@@ -1,5 +1,5 @@
-// kernels/cuda/reference64.hpp — the function and its gradients in f64 on the
-// GPU (kernels/cuda/reference64.cu): DESIGN.md section 1 token by token and
+// oracle/reference64.hpp — the function and its gradients in f64 on the
+// GPU (oracle/reference64.cu): DESIGN.md section 1 token by token and
 // core/recurrence.hpp's reverse sweep, in double, one block per sequence. A
 // reference at shapes whose CPU oracle would take hours (issue 13: B4 T4096
 // H16 K=V=128, one sequence of T 32768), itself checked against the quad
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace deltaproof::kernels::cuda {
+namespace deltaproof::oracle {
 
 // A problem in gdn2 form (core/gdn2_form.hpp), FLA layout, host vectors.
 struct Reference64Input {
@@ -72,4 +72,4 @@ class Reference64Session {
   std::unique_ptr<Device> device_;
 };
 
-}  // namespace deltaproof::kernels::cuda
+}  // namespace deltaproof::oracle
