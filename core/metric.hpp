@@ -18,7 +18,10 @@ struct RelError {
   double abs_max = 0.0;   // max |a - b| over the finite entries of a
   double ref_amax = 0.0;  // max |b|
   long non_finite = 0;    // entries of a that are NaN or inf
-  std::size_t worst = 0;  // the position of the first largest |a - b|
+  // The position of the first entry of a that is NaN or inf, where there is
+  // one (that is where a reader looks: a finite difference is beside the
+  // point then); else of the first largest |a - b|.
+  std::size_t worst = 0;
   std::size_t count = 0;  // pairs added
 
   // Adds the next pair; returns |a - b|, or NaN where a is not finite.
@@ -26,13 +29,13 @@ struct RelError {
     ref_amax = std::max(ref_amax, std::abs(b));
     const std::size_t at = count++;
     if (!std::isfinite(a)) {
-      ++non_finite;
+      if (non_finite++ == 0) worst = at;
       return std::numeric_limits<double>::quiet_NaN();
     }
     const double diff = std::abs(a - b);
     if (diff > abs_max) {
       abs_max = diff;
-      worst = at;
+      if (non_finite == 0) worst = at;
     }
     return diff;
   }

@@ -224,10 +224,19 @@ std::string report_text(const std::vector<GateResult>& results, const std::strin
 }
 
 std::string result_lines(const GateResult& r, const std::string& verdict_word) {
+  // Terms holding NaN or inf come first, with their counts: their margin is
+  // inf, so "worst by margin" would pass them over. The worst is then taken
+  // among the finite terms.
+  std::string non_finite;
   const TermComparison* worst = nullptr;
-  for (const auto& t : r.terms)
+  for (const auto& t : r.terms) {
+    if (t.non_finite > 0) {
+      non_finite += fmt::format("{}{} in {}", non_finite.empty() ? "" : ", ", t.non_finite, t.term);
+      continue;
+    }
     if (t.status != TermStatus::not_compared && (!worst || !(t.margin >= worst->margin)))
       worst = &t;
+  }
   std::string detail;
   const bool exact =
       !r.terms.empty() && std::all_of(r.terms.begin(), r.terms.end(), [](const auto& t) {
@@ -248,6 +257,11 @@ std::string result_lines(const GateResult& r, const std::string& verdict_word) {
                                  total - held, held);
   } else if (exact) {
     detail = fmt::format("every term rel = 0: equal to the reference ({} terms)", r.terms.size());
+  } else if (!non_finite.empty()) {
+    detail = "NaN or inf: " + non_finite;
+    if (worst)
+      detail += fmt::format("; worst {} rel {} / bar {:.1e}", worst->term, figure_text(worst->rel),
+                            worst->bar);
   } else if (worst) {
     detail = fmt::format("worst {} rel {} / bar {:.1e}", worst->term, figure_text(worst->rel),
                          worst->bar);

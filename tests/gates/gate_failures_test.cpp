@@ -20,6 +20,7 @@
 #include "gates/compare.hpp"
 #include "gates/fixture_io.hpp"
 #include "gates/registry.hpp"
+#include "gates/report.hpp"
 #include "gates/runner.hpp"
 #include "oracle/fixture.hpp"
 #include "tests/bf16_family.hpp"
@@ -200,6 +201,33 @@ TEST(GateInstrument, CheckOfACandidateFileNamesTheTermAndTheChunkInTheReport) {
     EXPECT_EQ(row.at("per_chunk_rel")[1], 0.0);
     EXPECT_GT(row.at("per_chunk_rel")[2].get<double>(), bar);
   }
+}
+
+// NaN and inf in dk, the forward green (ht off by 1e-7, the closest term to
+// its bar but dk): the FAIL headline names dk first, with its count, then
+// the worst finite term; dk's worst index is its first NaN, not its largest
+// finite difference (which lies earlier, in chunk 0).
+TEST(GateInstrument, ANonFiniteTermLeadsTheHeadlineAndItsWorstIndexIsTheFirstNaN) {
+  TempDir tmp;
+  const Loaded fx = load("kda/t40-c16.safetensors");
+  const KernelShape& s = fx.shape;
+  Values candidate = fx.reference;
+  for (double& x : candidate.at("ht")) x *= 1.0 + 1e-7;             // green at check's f32 bar
+  candidate["dk"][token_offset(s.T, s.H, s.K, 0, 2, 0, 0)] += 1.0;  // finite, large
+  candidate["dk"][token_offset(s.T, s.H, s.K, 0, 35, 1, 3)] = std::nan("");
+  candidate["dk"][token_offset(s.T, s.H, s.K, 0, 38, 0, 1)] = INFINITY;
+  const auto path = write_candidate(tmp.path / "c.safetensors", s, candidate, DType::F64);
+  const GateResult r = check_candidate(kFixtures / "kda/t40-c16.safetensors", path, Precision::f32);
+  ASSERT_EQ(r.verdict, gates::Verdict::fail);
+  const TermComparison& dk = term(r.terms, "dk");
+  EXPECT_EQ(dk.non_finite, 2);
+  EXPECT_EQ(dk.worst_index, (std::vector<std::int64_t>{0, 35, 1, 3}))
+      << "the worst index of a term holding NaN is its first NaN";
+  const std::string headline = result_lines(r, "FAIL");
+  EXPECT_EQ(headline.substr(0, headline.find('\n'))
+                .find("NaN or inf: 2 in dk; worst ht rel 1.00e-07 / bar"),
+            fmt::format("FAIL {:<44} ", r.name).size())
+      << headline;
 }
 
 // ---- instrument faults -----------------------------------------------------
