@@ -9,7 +9,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "core/names.hpp"
 
 namespace deltaproof {
 
@@ -17,23 +20,13 @@ namespace deltaproof {
 // token and head. gdn: as kda, and g a scalar per token and head.
 enum class Op { gdn2, kda, gdn };
 
-inline std::string_view op_name(Op op) {
-  switch (op) {
-    case Op::gdn2:
-      return "gdn2";
-    case Op::kda:
-      return "kda";
-    case Op::gdn:
-      return "gdn";
-  }
-  return "?";
-}
-
-inline std::optional<Op> parse_op(std::string_view name) {
-  for (Op op : {Op::gdn2, Op::kda, Op::gdn})
-    if (op_name(op) == name) return op;
-  return std::nullopt;
-}
+inline constexpr std::pair<Op, std::string_view> kOpNames[] = {
+    {Op::gdn2, "gdn2"},
+    {Op::kda, "kda"},
+    {Op::gdn, "gdn"},
+};
+inline std::string_view op_name(Op op) { return name_of(kOpNames, op); }
+inline std::optional<Op> parse_op(std::string_view name) { return find_value(kOpNames, name); }
 
 // ---- the op table: every tensor of an op, named once ----------------------
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 #include "core/sha256.hpp"
 
 namespace deltaproof {
@@ -193,26 +194,20 @@ std::size_t dtype_size(DType dtype) {
   throw std::invalid_argument("dtype_size: unknown DType");
 }
 
+namespace {
+constexpr std::pair<DType, std::string_view> kDtypeNames[] = {
+    {DType::F64, "F64"},   {DType::F32, "F32"}, {DType::F16, "F16"},
+    {DType::BF16, "BF16"}, {DType::I64, "I64"},
+};
+}  // namespace
+
 std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::F64:
-      return "F64";
-    case DType::F32:
-      return "F32";
-    case DType::F16:
-      return "F16";
-    case DType::BF16:
-      return "BF16";
-    case DType::I64:
-      return "I64";
-  }
+  if (const std::string_view name = name_of(kDtypeNames, dtype); name != "?") return name;
   throw std::invalid_argument("dtype_name: unknown DType");
 }
 
 DType parse_dtype(std::string_view name, std::string_view context) {
-  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64}) {
-    if (name == dtype_name(dtype)) return dtype;
-  }
+  if (const auto dtype = find_value(kDtypeNames, name)) return *dtype;
   throw FormatError(fmt::format(
       "{}: unknown dtype '{}'; deltaproof reads F64, F32, F16, BF16 and I64", context, name));
 }
