@@ -54,7 +54,7 @@ _EXPORTS = {
     "gate": "deltaproof._gate",
     "FixtureCase": "deltaproof._gate",
 }
-_SUBMODULES = ("candidate", "reference")
+_SUBMODULES = ("candidate", "cuda_tc", "reference")
 _NEEDS_CORE = {
     "deltaproof._check",
     "deltaproof._core",
