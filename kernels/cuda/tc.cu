@@ -7,8 +7,8 @@
 //
 // Forward, three kernels (each launch logged and checked):
 //   fwd.intra   tc_fwd_intra   grid (chunks, B*H)    G; A and M (the pairs of 16-row blocks
-//                                                    below the diagonal on the tensor cores, each
-//                                                    through a reference row, the diagonal blocks
+//                                                    on the tensor cores, each through a reference
+//                                                    row, a diagonal block whose decays are wide
 //                                                    pairwise in f32); Tinv (f32); Ut = Tinv (W*V)
 //                                                    and Wt = Tinv (B*K*exp G) on the tensor cores;
 //                                                    Qg, Kdec^T, decay_end
@@ -24,9 +24,9 @@
 //                                                      dX, dW, dV, dM, dQg, dKdec, d_decay_end,
 //                                                      dY, dA
 //               tc_bwd_tokens    grid (chunks, B*H)    dq dk db through the pairwise decays (the
-//                                                      blocks below the diagonal on the tensor
-//                                                      cores through a reference row, the
-//                                                      diagonal blocks in f32); dg by a reverse
+//                                                      blocks on the tensor cores through a
+//                                                      reference row, a diagonal block whose
+//                                                      decays are wide in f32); dg by a reverse
 //                                                      cumulative sum
 // The recurrences over chunks are the only sequential parts; they are
 // separable over the columns of the state (V), so fwd.inter and bwd.bk2 give
@@ -38,8 +38,11 @@
 // to bf16 by the backend (kernels::round_outputs). The decays are pairwise,
 // never exp(G_r) exp(-G_i): a product between 16-row blocks R > I reads row r
 // of block R scaled by exp(G_r - G_n) and row i of block I by exp(G_n - G_i),
-// n the first row of block R, both <= 1 for a log-decay g <= 0; the diagonal
-// blocks take exp(G_r - G_i) per pair and channel. Rows past T (a partial
+// n the first row of block R, both <= 1 for a log-decay g <= 0. A diagonal
+// block goes through its first row too where no channel's G spans more than
+// kSpanLimit = 60 in it (one factor <= 1, the other <= e^60, both well inside
+// bf16's range; the rounding is the products' own), and takes exp(G_r - G_i)
+// per pair and channel in f32 where one does. Rows past T (a partial
 // last chunk) are read as zeros: their g = 0 keeps G at the last real row.
 //
 // Determinism: no atomics; each output element is written by one thread after
@@ -79,10 +82,8 @@ using mma::FragB;
 using mma::kPad;
 
 constexpr int kC = TcConfig::kChunk;
-constexpr int kBlock = 16;                             // the sub-blocks of A, M and Tinv
-constexpr int kBlocks = kC / kBlock;                   // 4
-constexpr int kBlockPairs = 6;                         // (R, I) with R > I
-constexpr int kDiagPairs = kBlock * (kBlock + 1) / 2;  // (r, i) with i <= r in one block
+constexpr int kBlock = 16;            // the sub-blocks of A, M and Tinv
+constexpr int kBlocks = kC / kBlock;  // 4
 
 // One (b, h, chunk)'s slab of a scratch buffer: chunks of a head are consecutive.
 __device__ inline std::size_t slab(int bh, int num_chunks, int c) {
@@ -171,26 +172,51 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
 
 // G_r = sum_{i<=r} g_i in place, per channel (a thread each) of the chunk's
 // rows of g at row stride ld, in row order (exclusive under the
-// cumulative_decay_off_by_one fault).
-__device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld, int width) {
+// cumulative_decay_off_by_one fault). With `wide` (zero before), sets bit R of
+// *wide where some channel's G spans more than kSpanLimit (its largest less its
+// least) in 16-row block R: the block's decays are wide, and its diagonal
+// block takes them pair by pair (diagonal_on_tensor_cores).
+constexpr float kSpanLimit = 60.0f;  // e^60 ~ 1e26: bf16 (to ~3e38) keeps both factors
+__device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld, int width,
+                                        unsigned* wide = nullptr) {
   for (int i = threadIdx.x; i < width; i += blockDim.x) {
-    float running = 0.0f;
+    float running = 0.0f, low = 0.0f, high = 0.0f;
+    unsigned blocks = 0;
     for (int r = 0; r < kC; ++r) {
       const float g = G[r * ld + i];
+      float stored;
       if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
-        G[r * ld + i] = running;
+        stored = running;
         running += g;
       } else {
         running += g;
-        G[r * ld + i] = running;
+        stored = running;
       }
+      G[r * ld + i] = stored;
+      low = r % kBlock == 0 ? stored : fminf(low, stored);
+      high = r % kBlock == 0 ? stored : fmaxf(high, stored);
+      if (r % kBlock == kBlock - 1 && !(high - low <= kSpanLimit)) blocks |= 1u << (r / kBlock);
     }
+    if (wide && blocks) atomicOr(wide, blocks);
   }
 }
 
 // ---------------------------------------------------------------------------
 // fwd.intra
 // ---------------------------------------------------------------------------
+
+// fwd.intra's blocks (R, I) of A and M, R * 4 + I, one or two a warp (-1: none).
+__constant__ int kIntraTasks[TcConfig::kIntraThreads / 32][2] = {
+    {12, 0}, {13, -1}, {14, -1}, {15, -1}, {8, -1}, {9, -1}, {10, -1}, {4, 5}};
+
+// Whether diagonal block R's decays go through the reference row on the
+// tensor cores: cumulative_decay left its bit of `wide` clear.
+__device__ inline bool diagonal_on_tensor_cores(unsigned wide, int R) { return !(wide >> R & 1u); }
+
+// Two consecutive bf16 of shared memory, widened.
+__device__ inline float2 pair(const bf16* at) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(at));
+}
 
 // fwd.intra's shared memory: four regions, each reused once its first tenant
 // is read for the last time, so that two blocks fit an SM (the phases of one
@@ -242,10 +268,11 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   const std::size_t n = slab(bh, num_chunks, c);
   const int tid = threadIdx.x, warp = tid / 32, lane_id = tid % 32;
   const mma::Lane l = mma::lane();
-  auto f = [](const bf16* x, int at) { return __bfloat162float(x[at]); };
 
   // The chunk's rows, zeros past T and past K (q, k, b in bf16: the class's
   // operands), two tensors at a time with every load of both in flight.
+  __shared__ unsigned wide;  // the 16-row blocks whose decays are wide (cumulative_decay)
+  if (tid == 0) wide = 0;
   load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
     Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
   });
@@ -254,7 +281,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   });
   __syncthreads();
 
-  cumulative_decay(p, G, L::kF, KP);
+  cumulative_decay(p, G, L::kF, KP, &wide);
   __syncthreads();
 
   // The chunk-end log-decay G_C (rows past T hold g = 0, so the last row's G is
@@ -265,26 +292,34 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   };
   for (int i = tid; i < KP; i += blockDim.x) s.decay_end[n * KP + i] = expf(chunk_end(i));
 
-  // A (strictly lower) and M (lower), the blocks below the diagonal: warp w
-  // takes the pair (R, I), A_RI = (B*K*e^(G - G_n))_R (K*e^(G_n - G))_I^T and
-  // M_RI = (scale Q*e^(G - G_n))_R (K*e^(G_n - G))_I^T with n = 16 R.
+  // A (strictly lower) and M (lower) by 16-row blocks (R, I), I <= R, on the
+  // tensor cores through the reference row n = 16 R:
+  //   A_RI = (B*K*e^(G - G_n))_R (K*e^(G_n - G))_I^T,
+  //   M_RI = (scale Q*e^(G - G_n))_R (K*e^(G_n - G))_I^T.
+  // Below the diagonal (I < R) both factors are <= 1 for g <= 0. A diagonal
+  // block (I = R) takes its factors the same way where its decays are narrow
+  // (no channel's G spans more than kSpanLimit in the block, so that neither
+  // factor leaves bf16's range; diagonal_on_tensor_cores) and pair by pair in
+  // f32 below where they are not.
   const float scale = p.scale;
   bf16* M = s.M + n * kC * kC;
-  if (warp < kBlockPairs) {
-    // the pairs (1,0), (2,0), (2,1), (3,0), (3,1), (3,2) in warp order
-    const int R = warp < 1 ? 1 : warp < 3 ? 2 : 3, I = warp - R * (R - 1) / 2, ref = kBlock * R;
+  const unsigned wide_blocks = wide;
+  for (int task = 0; task < 2; ++task) {
+    const int RI = kIntraTasks[warp][task], R = RI / kBlocks, I = RI % kBlocks, ref = kBlock * R;
+    if (RI < 0 || (I == R && !diagonal_on_tensor_cores(wide_blocks, R))) continue;
     Acc a[2], m[2];
     for (int ks = 0; ks < KP / mma::kK; ++ks) {
       FragA fa, fq;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int r = ref + l.g + (j & 1) * 8, col = ks * mma::kK + 2 * l.t + (j >> 1) * 8;
-        const float e0 = __expf(G[r * L::kF + col] - G[ref * L::kF + col]);
-        const float e1 = __expf(G[r * L::kF + col + 1] - G[ref * L::kF + col + 1]);
-        const float k0 = f(Kk, r * L::kH + col), k1 = f(Kk, r * L::kH + col + 1);
-        fa.r[j] = mma::pack(f(Bg, r * L::kH + col) * k0 * e0, f(Bg, r * L::kH + col + 1) * k1 * e1);
-        fq.r[j] =
-            mma::pack(scale * f(Q, r * L::kH + col) * e0, scale * f(Q, r * L::kH + col + 1) * e1);
+        const float* Gr = G + r * L::kF + col;  // f32 rows of odd stride: element by element
+        const float* Gn = G + ref * L::kF + col;
+        const float e0 = __expf(Gr[0] - Gn[0]), e1 = __expf(Gr[1] - Gn[1]);
+        const float2 kr = pair(Kk + r * L::kH + col), br = pair(Bg + r * L::kH + col);
+        const float2 qr = pair(Q + r * L::kH + col);
+        fa.r[j] = mma::pack(br.x * kr.x * e0, br.y * kr.y * e1);
+        fq.r[j] = mma::pack(scale * qr.x * e0, scale * qr.y * e1);
       }
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
@@ -292,10 +327,10 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int i = kBlock * I + 8 * nt + l.g, col = ks * mma::kK + 2 * l.t + 8 * j;
-          fk.r[j] =
-              mma::pack(f(Kk, i * L::kH + col) * __expf(G[ref * L::kF + col] - G[i * L::kF + col]),
-                        f(Kk, i * L::kH + col + 1) *
-                            __expf(G[ref * L::kF + col + 1] - G[i * L::kF + col + 1]));
+          const float* Gi = G + i * L::kF + col;
+          const float* Gn = G + ref * L::kF + col;
+          const float2 ki = pair(Kk + i * L::kH + col);
+          fk.r[j] = mma::pack(ki.x * __expf(Gn[0] - Gi[0]), ki.y * __expf(Gn[1] - Gi[1]));
         }
         mma::mma(a[nt], fa, fk);
         mma::mma(m[nt], fq, fk);
@@ -304,60 +339,71 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
+      for (int e = 0; e < 4; e += 2) {
         const int r = ref + mma::acc_row(l, e), i = kBlock * I + 8 * nt + mma::acc_col(l, e);
-        A[r * L::kT + i] = a[nt].c[e];
-        M[r * kC + i] = to_bf16(m[nt].c[e]);
+        A[r * L::kT + i] = a[nt].c[e];  // read only below the diagonal
+        A[r * L::kT + i + 1] = a[nt].c[e + 1];
+        const bool below = I < R;
+        *reinterpret_cast<__nv_bfloat162*>(M + r * kC + i) = __floats2bfloat162_rn(
+            below || i <= r ? m[nt].c[e] : 0.0f, below || i + 1 <= r ? m[nt].c[e + 1] : 0.0f);
       }
   }
-  // The diagonal blocks, pair by pair in f32: A_ri = sum_k b_r k_r k_i e^(G_r - G_i)
-  // (i < r) and M_ri = scale sum_k q_r k_i e^(G_r - G_i) (i <= r).
-  for (int idx = tid; idx < kBlocks * kDiagPairs; idx += blockDim.x) {
-    const int blk = idx / kDiagPairs, q = idx % kDiagPairs;
-    int rl = static_cast<int>((sqrtf(8.0f * q + 1.0f) - 1.0f) * 0.5f);
-    while (rl * (rl + 1) / 2 > q) --rl;
-    while ((rl + 1) * (rl + 2) / 2 <= q) ++rl;
-    const int r = kBlock * blk + rl, i = kBlock * blk + (q - rl * (rl + 1) / 2);
-    float a = 0.0f, m = 0.0f;
+  // The wide diagonal blocks, pair by pair in f32 (a pair a thread):
+  // A_ri = sum_k b_r k_r k_i e^(G_r - G_i) (i < r) and
+  // M_ri = scale sum_k q_r k_i e^(G_r - G_i) (i <= r).
+  for (int blk = 0; blk < kBlocks; ++blk) {
+    if (diagonal_on_tensor_cores(wide_blocks, blk)) continue;
+    for (int idx = tid; idx < kBlock * kBlock; idx += blockDim.x) {
+      const int r = kBlock * blk + idx / kBlock, i = kBlock * blk + idx % kBlock;
+      float a = 0.0f, m = 0.0f;
+      if (i <= r) {
 #pragma unroll 4
-    for (int k = 0; k < KP; k += 2) {  // channels past K are zeros
-      const float2 kr =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Kk + r * L::kH + k));
-      const float2 br =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Bg + r * L::kH + k));
-      const float2 qr =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Q + r * L::kH + k));
-      const float2 ki =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Kk + i * L::kH + k));
-      const float e0 = ki.x * __expf(G[r * L::kF + k] - G[i * L::kF + k]);
-      const float e1 = ki.y * __expf(G[r * L::kF + k + 1] - G[i * L::kF + k + 1]);
-      a += br.x * kr.x * e0 + br.y * kr.y * e1;
-      m += qr.x * e0 + qr.y * e1;
+        for (int k = 0; k < KP; k += 2) {  // channels past K are zeros
+          const float2 kr = pair(Kk + r * L::kH + k), br = pair(Bg + r * L::kH + k);
+          const float2 qr = pair(Q + r * L::kH + k), ki = pair(Kk + i * L::kH + k);
+          const float e0 = ki.x * __expf(G[r * L::kF + k] - G[i * L::kF + k]);
+          const float e1 = ki.y * __expf(G[r * L::kF + k + 1] - G[i * L::kF + k + 1]);
+          a += br.x * kr.x * e0 + br.y * kr.y * e1;
+          m += qr.x * e0 + qr.y * e1;
+        }
+      }
+      A[r * L::kT + i] = i < r ? a : 0.0f;
+      M[r * kC + i] = to_bf16(scale * m);
     }
-    A[r * L::kT + i] = i < r ? a : 0.0f;
-    M[r * kC + i] = to_bf16(scale * m);
   }
-  for (int idx = tid; idx < kC * kC; idx += blockDim.x)
-    if (idx % kC > idx / kC) M[idx] = to_bf16(0.0f);  // above the diagonal
+  // The blocks above the diagonal of M are zeros.
+  for (int idx = tid; idx < kC * kC / 2; idx += blockDim.x) {
+    const int r = 2 * idx / kC, i = 2 * idx % kC;
+    if (i / kBlock > r / kBlock)
+      *reinterpret_cast<__nv_bfloat162*>(M + r * kC + i) = __floats2bfloat162_rn(0.0f, 0.0f);
+  }
 
-  // What the later stages read: Qg = scale Q*exp G, Kdec^T = (K*exp(G_C - G))^T.
+  // What the later stages read: Qg = scale Q*exp G, a pair of channels a
+  // thread (consecutive threads, consecutive pairs).
   bf16* Qg = s.Qg + n * kC * KP;
-  bf16* KdecT = s.KdecT + n * KP * kC;
-  for (int idx = tid; idx < kC * KP; idx += blockDim.x) {
-    const int r = idx / KP, i = idx % KP;  // consecutive threads, consecutive channels
-    Qg[idx] = to_bf16(scale * f(Q, r * L::kH + i) * __expf(G[r * L::kF + i]));
-  }
-  for (int idx = tid; idx < KP * kC; idx += blockDim.x) {
-    const int i = idx / kC, r = idx % kC;  // consecutive threads, consecutive rows
-    KdecT[idx] = to_bf16(f(Kk, r * L::kH + i) * __expf(chunk_end(i) - G[r * L::kF + i]));
+  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+    const int r = idx / (KP / 2), i = 2 * (idx % (KP / 2));
+    const float2 q = pair(Q + r * L::kH + i);
+    const float* Gr = G + r * L::kF + i;
+    *reinterpret_cast<__nv_bfloat162*>(Qg + r * KP + i) =
+        __floats2bfloat162_rn(scale * q.x * __expf(Gr[0]), scale * q.y * __expf(Gr[1]));
   }
   __syncthreads();  // Q is read for the last time
 
-  // (B*K*exp G)^T, the operand of Wt, where Q was.
-  for (int idx = tid; idx < KP * kC; idx += blockDim.x) {
-    const int i = idx / kC, r = idx % kC;
-    BKET[i * L::kB + r] =
-        to_bf16(f(Bg, r * L::kH + i) * f(Kk, r * L::kH + i) * __expf(G[r * L::kF + i]));
+  // Kdec^T = (K*exp(G_C - G))^T, and (B*K*exp G)^T (the operand of Wt) where Q
+  // was: a row and a pair of channels a thread, a warp 16 rows by 2 pairs (its
+  // reads of the rows of K, B and G at most two to a bank).
+  bf16* KdecT = s.KdecT + n * KP * kC;
+  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+    const int tile = idx / 32, lane = idx % 32;
+    const int r = kBlock * (tile % kBlocks) + lane % kBlock;
+    const int i = 2 * (2 * (tile / kBlocks) + lane / kBlock);
+    const float2 key = pair(Kk + r * L::kH + i), beta = pair(Bg + r * L::kH + i);
+    const float* Gr = G + r * L::kF + i;
+    KdecT[i * kC + r] = to_bf16(key.x * __expf(chunk_end(i) - Gr[0]));
+    KdecT[(i + 1) * kC + r] = to_bf16(key.y * __expf(chunk_end(i + 1) - Gr[1]));
+    BKET[i * L::kB + r] = to_bf16(beta.x * key.x * __expf(Gr[0]));
+    BKET[(i + 1) * L::kB + r] = to_bf16(beta.y * key.y * __expf(Gr[1]));
   }
   __syncthreads();  // K, B and G are read for the last time
 
@@ -974,7 +1020,9 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
 // The 16-row blocks below the diagonal on the tensor cores through a
 // reference row n (exp(G_r - G_i) = exp(G_r - G_n) exp(G_n - G_i), both <= 1):
 // the row sums of block R through n = 16 R, the column sums of block I
-// through n = 16 I + 15; the diagonal blocks pair by pair in f32. Then, per
+// through n = 16 I + 15. A diagonal block goes the same way where its decays
+// are narrow (diagonal_on_tensor_cores: the factors >= 1 stay under e^60) and
+// pair by pair in f32 where they are wide. Then, per
 // element (with E = exp G, Kdec's decay D = exp(G_C - G)):
 //   dq = dQg E + dQM            db = (dBK + dY E) k
 //   dk = dY b E + dBK b + dKdec D + dKM + dKA
@@ -989,7 +1037,7 @@ struct TokensLayout {
   static constexpr int kF = KP + 1;     // f32 rows (odd: no bank conflicts)
   static constexpr int kD = kC + kPad;  // rows of dM and dA
   static constexpr std::size_t kBytes =
-      sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * 3 * kC * kF;
+      sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * (3 * kC * kF + kBlocks * KP);
 };
 
 template <class In, int KP>
@@ -1006,6 +1054,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   bf16* Bg = Kk + kC * L::kH;
   bf16* dM = Bg + kC * L::kH;  // [r][i]
   bf16* dA = dM + kC * L::kD;  // [r][i]
+  // sum_r dKdec_rk k_rk exp(G_C - G_rk) over the rows of block R, [R][k]
+  float* ends = reinterpret_cast<float*>(dA + kC * L::kD);
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
   const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP;
@@ -1013,6 +1063,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   const mma::Lane l = mma::lane();
   auto f = [](const bf16* x, int at) { return __bfloat162float(x[at]); };
 
+  __shared__ unsigned wide;  // the 16-row blocks whose decays are wide (cumulative_decay)
+  if (tid == 0) wide = 0;
   copy_rows(dM, L::kD, s.dM + n * kC * kC, kC, kC, kC);
   copy_rows(dA, L::kD, s.dA + n * kC * kC, kC, kC, kC);
   mma::copy_async_commit();
@@ -1024,10 +1076,14 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   });
   mma::copy_async_wait_all();
   __syncthreads();
-  cumulative_decay(p, G, L::kF, KP);
+  cumulative_decay(p, G, L::kF, KP, &wide);
   __syncthreads();
 
   const int blk = warp % kBlocks, col0 = warp / kBlocks * KP / 2;
+  // The diagonal block's pairs through the reference row on the tensor cores
+  // too (its decays narrow: dM and dA are zeros above the diagonal), or pair by
+  // pair after.
+  const bool diagonal_tc = diagonal_on_tensor_cores(wide, blk);
   // The block row and channel of element e of the warp's tile j.
   auto row_of = [&](int e) { return kBlock * blk + mma::acc_row(l, e); };
   auto channel_of = [&](int j, int e) { return col0 + j * mma::kN + mma::acc_col(l, e); };
@@ -1036,7 +1092,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   {
     const int ref = kBlock * blk;
     Acc dQM[kTiles], dBK[kTiles];
-    for (int I = 0; I < blk; ++I) {
+    float end[kTiles][2] = {};  // the chunk end's terms of the lane's rows, its two channels
+    for (int I = 0; I < blk + diagonal_tc; ++I) {
       const FragA fm = mma::load_a(dM, L::kD, ref, kBlock * I);
       const FragA fa = mma::load_a(dA, L::kD, ref, kBlock * I);
 #pragma unroll
@@ -1061,7 +1118,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         const int r = row_of(e), k = channel_of(j, e);
         const float Gr = G[r * L::kF + k], to_ref = __expf(Gr - G[ref * L::kF + k]);
         float qm = dQM[j].c[e] * to_ref, bk = dBK[j].c[e] * to_ref;
-        for (int i = ref; i <= r; ++i) {  // the diagonal block
+        for (int i = ref; i <= r && !diagonal_tc; ++i) {  // the diagonal block
           const float ek = __expf(Gr - G[i * L::kF + k]) * f(Kk, i * L::kH + k);
           qm += f(dM, r * L::kD + i) * ek;
           bk += f(dA, r * L::kD + i) * ek;  // dA_rr = 0
@@ -1073,11 +1130,21 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         const float dkdec = s.dKdec[nKP + r * KP + k];
         dKs[r * L::kF + k] = dy * beta * E + bk * beta + dkdec * D;
         dGs[r * L::kF + k] = (dqg * E + qm) * q + (dy * E + bk) * beta * key - dkdec * key * D;
+        end[j][e & 1] += dkdec * key * D;
         if (t0 + r < p.T && k < p.K) {
           const std::size_t at = token_offset(p.T, p.H, p.K, b, t0 + r, h, k);
           p.dq[at] = dqg * E + qm;
           p.db[at] = (bk + dy * E) * key;
         }
+      }
+      // the block's rows summed per channel: across the lanes of a column (g)
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        float sum = end[j][x];
+        for (int mask = 4; mask < 32; mask *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+        if (l.g == 0) ends[blk * KP + channel_of(j, x)] = sum;
       }
   }
   __syncthreads();
@@ -1086,7 +1153,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   {
     const int ref = kBlock * blk + kBlock - 1;
     Acc dKM[kTiles], dKA[kTiles];
-    for (int R = blk + 1; R < kBlocks; ++R) {
+    for (int R = blk + !diagonal_tc; R < kBlocks; ++R) {
       const FragA fm = mma::load_a_t(dM, L::kD, kBlock * blk, kBlock * R);
       const FragA fa = mma::load_a_t(dA, L::kD, kBlock * blk, kBlock * R);
 #pragma unroll
@@ -1113,7 +1180,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         const int i = row_of(e), k = channel_of(j, e);
         const float Gi = G[i * L::kF + k], from_ref = __expf(G[ref * L::kF + k] - Gi);
         float km = dKM[j].c[e] * from_ref, ka = dKA[j].c[e] * from_ref;
-        for (int r = i; r <= ref; ++r) {  // the diagonal block
+        for (int r = i; r <= ref && !diagonal_tc; ++r) {  // the diagonal block
           const float e_ri = __expf(G[r * L::kF + k] - Gi);
           km += f(dM, r * L::kD + i) * e_ri * f(Q, r * L::kH + k);
           ka += f(dA, r * L::kD + i) * e_ri * f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k);
@@ -1126,13 +1193,10 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   __syncthreads();
 
   // dg: the reverse cumulative sum of dG, a channel per thread, the chunk
-  // end's terms at the last row.
+  // end's terms (d_decay_end's and the blocks' sums of dKdec's) at the last row.
   for (int k = tid; k < KP; k += blockDim.x) {
-    const float G_end = G[(kC - 1) * L::kF + k];
     float running = s.d_decay_end[n * KP + k] * s.decay_end[n * KP + k];
-    for (int j = 0; j < kC; ++j)
-      running +=
-          s.dKdec[nKP + j * KP + k] * f(Kk, j * L::kH + k) * __expf(G_end - G[j * L::kF + k]);
+    for (int R = 0; R < kBlocks; ++R) running += ends[R * KP + k];
     for (int r = kC - 1; r >= 0; --r) {
       running += dGs[r * L::kF + k];
       if (t0 + r < p.T && k < p.K)
@@ -1220,12 +1284,14 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
     check("tc_bwd_state");
     if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
   }
-  if (stages & kTcBk1) {
+  if (stages & kTcBk1Products) {
     tc_bwd_products<In, KP, VP>
         <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP>::kBytes, stream>>>(
             p, s, num_chunks);
     check("tc_bwd_products");
     if (log) log->note("bwd.bk1", "tc_bwd_products");
+  }
+  if (stages & kTcBk1Tokens) {
     tc_bwd_tokens<In, KP>
         <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s,
                                                                                     num_chunks);

@@ -62,15 +62,18 @@ TcScratch carve_tc_scratch(const DeviceProblem& p, void* base, bool backward = f
 
 // The stages, as bits of a mask (a benchmark times one alone, on scratch an
 // earlier whole run filled; a stage test runs one alone, kernels/cuda/tc_stages.hpp).
-// bwd.bk1 is its two kernels, tc_bwd_products then tc_bwd_tokens.
+// bwd.bk1 is its two kernels, tc_bwd_products then tc_bwd_tokens, each a bit
+// of its own so that a benchmark can time one alone.
 enum TcStage : unsigned {
   kTcIntra = 1,
   kTcState = 2,
   kTcOutput = 4,
   kTcForward = 7,
   kTcBk2 = 8,
-  kTcBk1 = 16,
-  kTcBackward = 24
+  kTcBk1Products = 16,
+  kTcBk1Tokens = 32,
+  kTcBk1 = 48,
+  kTcBackward = 56
 };
 
 // The forward stages fwd.intra, fwd.inter and fwd.output (those in `stages`)

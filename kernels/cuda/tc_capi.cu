@@ -45,6 +45,12 @@ deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_prob
   return p;
 }
 
+// The cotangents and gradient buffers of `g` in p.
+void with_gradients(deltaproof::kernels::cuda::DeviceProblem& p, const deltaproof_tc_gradients& g) {
+  p.d_o = g.d_o, p.dht = g.dht, p.dq = g.dq, p.dk = g.dk, p.dv = g.dv, p.dg = g.dg, p.db = g.db;
+  p.dw = g.dw, p.dh0 = g.dh0;
+}
+
 // The scratch a shape needs (with or without the backward's), or 0 when
 // cuda-tc cannot run it.
 std::size_t scratch_bytes(const deltaproof_tc_problem& c, bool backward) {
@@ -86,13 +92,26 @@ int deltaproof_tc_forward_backward(const deltaproof_tc_problem* problem,
                                    const deltaproof_tc_gradients* gradients, void* scratch,
                                    void* stream, char* error, std::size_t error_size) {
   return checked(*problem, error, error_size, [&](deltaproof::kernels::cuda::DeviceProblem p) {
-    p.d_o = gradients->d_o, p.dht = gradients->dht, p.dq = gradients->dq, p.dk = gradients->dk;
-    p.dv = gradients->dv, p.dg = gradients->dg, p.db = gradients->db, p.dw = gradients->dw;
-    p.dh0 = gradients->dh0;
+    with_gradients(p, *gradients);
     const auto s = deltaproof::kernels::cuda::carve_tc_scratch(p, scratch, true);
     auto* cu_stream = static_cast<CUstream_st*>(stream);
     deltaproof::kernels::cuda::launch_tc_forward(p, s, cu_stream, nullptr, false);
     deltaproof::kernels::cuda::launch_tc_backward(p, s, cu_stream, nullptr, false);
+  });
+}
+
+// Launches the backward's stages in `stages` (8 bwd.bk2, 16 tc_bwd_products,
+// 32 tc_bwd_tokens; 56 all) on `stream`, on scratch a forward and backward
+// filled, so that each can be timed alone. Returns as
+// deltaproof_tc_forward_backward.
+int deltaproof_tc_backward(const deltaproof_tc_problem* problem,
+                           const deltaproof_tc_gradients* gradients, void* scratch, void* stream,
+                           unsigned stages, char* error, std::size_t error_size) {
+  return checked(*problem, error, error_size, [&](deltaproof::kernels::cuda::DeviceProblem p) {
+    with_gradients(p, *gradients);
+    deltaproof::kernels::cuda::launch_tc_backward(
+        p, deltaproof::kernels::cuda::carve_tc_scratch(p, scratch, true),
+        static_cast<CUstream_st*>(stream), nullptr, false, stages);
   });
 }
 

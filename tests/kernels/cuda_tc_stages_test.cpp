@@ -7,7 +7,11 @@
 // (the bf16 class: derived below) and its figure printed. Shapes, chunk 64: a
 // full chunk at K = V = 128 and at K = V = 64 (long memory), partial last
 // chunks (L = 40; L = 17 at K = 100, V = 72, off the padded widths), strong
-// decay (the stress regime, g in [-20, 0]).
+// decay (the stress regime, g in [-20, 0]), and one 16-row block of wide decays
+// among narrow ones (block 2's g times 8). cuda-tc takes a diagonal block of A
+// and M on the tensor cores where its decays are narrow and pair by pair where
+// they are wide (tc.cu, kSpanLimit): the mild shapes take the first path, the
+// stress one the second, block2_wide both in one chunk.
 //
 // Built where nvcc is, run where a GPU is:
 //   build/bin/cuda_tc_stages_tests     (or ctest --test-dir build -L gpu)
@@ -215,12 +219,13 @@ TEST_P(TcStageBar, TheTwinUnderTheBf16ContractIsWithinIt) {
   expect_stage("bwd.bk1", "dw", host(backward.grad.dW), exact.dW);
 }
 
-const auto kShapes =
-    ::testing::Values(StageCase{"L64_K128_V128", 64, 64, 128, 128},
-                      StageCase{"L64_K64_V64_mild", 64, 64, 64, 64, oracle::Regime::mild},
-                      StageCase{"L40_K128_V128", 40, 64, 128, 128},
-                      StageCase{"L64_K128_V128_stress", 64, 64, 128, 128, oracle::Regime::stress},
-                      StageCase{"L17_K100_V72_mild", 17, 64, 100, 72, oracle::Regime::mild});
+const auto kShapes = ::testing::Values(
+    StageCase{"L64_K128_V128", 64, 64, 128, 128},
+    StageCase{"L64_K64_V64_mild", 64, 64, 64, 64, oracle::Regime::mild},
+    StageCase{"L40_K128_V128", 40, 64, 128, 128},
+    StageCase{"L64_K128_V128_stress", 64, 64, 128, 128, oracle::Regime::stress},
+    StageCase{"L17_K100_V72_mild", 17, 64, 100, 72, oracle::Regime::mild},
+    StageCase{"L64_K128_V128_block2_wide", 64, 64, 128, 128, oracle::Regime::default_, 2});
 std::string case_name(const ::testing::TestParamInfo<StageCase>& info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaTcStages, kShapes, case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, TcStageBar, kShapes, case_name);

@@ -22,6 +22,7 @@ struct StageCase {
   const char* name;
   int L, chunk, K, V;
   oracle::Regime regime = oracle::Regime::default_;
+  int wide_block = -1;  // >= 0: g of this 16-row block times 8 (its decays wide, the others not)
 };
 // Named in the test list by its name, not its bytes.
 inline void PrintTo(const StageCase& c, std::ostream* os) { *os << c.name; }
@@ -62,7 +63,8 @@ inline ChunkProblem chunk_problem(const StageCase& c) {
   in.V = matrix(p.at("v"), c.L, c.V);
   in.B = matrix(p.at("b"), c.L, c.K);
   in.W = matrix(p.at("w"), c.L, c.V);
-  const MatF g = matrix(p.at("g"), c.L, c.K);
+  MatF g = matrix(p.at("g"), c.L, c.K);
+  if (c.wide_block >= 0) g.middleRows(16 * c.wide_block, 16) *= 8.0f;
   in.G = g;
   for (int r = 1; r < c.L; ++r) in.G.row(r) += in.G.row(r - 1);
   in.tail = c.L < c.chunk;
