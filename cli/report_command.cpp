@@ -164,9 +164,10 @@ std::string ratio_text(const TermComparison& a, const TermComparison& b) {
 }
 
 std::string change_text(const gates::TermChange& t) {
-  std::string text = t.change == Change::worse    ? paint("worse", "31;1")
-                     : t.change == Change::better ? paint("better", "32")
-                                                  : "same";
+  const std::string name(gates::change_name(t.change));
+  std::string text = t.change == Change::worse    ? paint(name, "31;1")
+                     : t.change == Change::better ? paint(name, "32")
+                                                  : name;
   if (t.a->status != t.b->status)
     text += fmt::format(" ({} -> {})", gates::status_name(t.a->status),
                         gates::status_name(t.b->status));

@@ -7,10 +7,13 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/names.hpp"
 #include "gates/runner.hpp"
 
 namespace deltaproof::gates {
@@ -39,6 +42,10 @@ std::string report_schema_problem(const nlohmann::json& report);
 inline constexpr double kWorseRatio = 1.1;
 
 enum class Change { same, better, worse };
+inline constexpr std::pair<Change, std::string_view> kChangeNames[] = {
+    {Change::same, "same"}, {Change::better, "better"}, {Change::worse, "worse"}};
+// "same", "better" or "worse", as the diff's views write it.
+constexpr std::string_view change_name(Change change) { return name_of(kChangeNames, change); }
 
 // One term of a gate in both reports, or in one of them (the other null).
 struct TermChange {

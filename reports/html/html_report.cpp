@@ -871,12 +871,6 @@ std::string mutation_section(const json& report, const std::filesystem::path& pa
 
 // ---- a diff ---------------------------------------------------------------
 
-std::string change_name(gates::Change change) {
-  return change == gates::Change::worse    ? "worse"
-         : change == gates::Change::better ? "better"
-                                           : "same";
-}
-
 // rel in A (x) against rel in B (y), log-log, y = x and the 10% bands.
 std::string diff_plot(const gates::ReportDiff& diff) {
   constexpr double kLeft = 64, kSize = 380, kTop = 14, kBottom = 44, kRight = 120;
@@ -902,7 +896,7 @@ std::string diff_plot(const gates::ReportDiff& diff) {
                   fmt::format("cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\" fill-opacity=\"0.8\"",
                               px(x_axis.at(t.a->rel)), px(y_axis.at(t.b->rel)), fill),
                   fmt::format("{} {}: {} -> {} ({})", gate.a->name, t.a->term, figure(t.a->rel),
-                              figure(t.b->rel), change_name(t.change)));
+                              figure(t.b->rel), gates::change_name(t.change)));
     }
   double y = kTop + 10;
   for (const auto& [name, fill] :
@@ -963,7 +957,9 @@ std::string diff_body(const gates::ReportFile& a, const gates::ReportFile& b) {
                                     : fmt::format("{} -> {}", gates::verdict_name(gate.a->verdict),
                                                   gates::verdict_name(gate.b->verdict));
     for (const auto& t : gate.terms) {
-      const std::string change = !t.a ? "only in B" : !t.b ? "only in A" : change_name(t.change);
+      const std::string change = !t.a   ? "only in B"
+                                 : !t.b ? "only in A"
+                                        : std::string(gates::change_name(t.change));
       double ratio = std::nan("");
       if (t.a && t.b && std::isfinite(t.a->rel) && std::isfinite(t.b->rel))
         ratio = t.a->rel == 0 ? (t.b->rel == 0 ? 1.0 : kInf) : t.b->rel / t.a->rel;
