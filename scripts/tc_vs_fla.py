@@ -19,6 +19,8 @@ What it prints and writes:
   - the median (and min, max) of --repeats calls after warm-up (FLA autotuned first),
     CUDA events around each call; FLA forward, FLA forward+backward, cuda-tc forward,
     cuda-tc forward+backward (do and dht given in f32, gradients written in f32);
+  - cuda-tc's stages, each alone on the scratch the last whole run left (fwd.intra,
+    fwd.inter, fwd.output, bwd.bk2, tc_bwd_products, tc_bwd_tokens);
   - the ratios cuda-tc / FLA, nominal TFLOP/s and GB/s against the H200's limits;
   - agreement: cuda-tc's o, ht and every gradient against FLA's on the same inputs
     (max|a-b| / max|b|; kda's dbeta folded from cuda-tc's gdn2-form db and dw), a
@@ -107,6 +109,10 @@ def main():
                                           ctypes.c_size_t]
     lib.deltaproof_tc_scratch_bytes_backward.restype = ctypes.c_size_t
     lib.deltaproof_tc_scratch_bytes_backward.argtypes = [ctypes.POINTER(Problem)]
+    lib.deltaproof_tc_backward.restype = ctypes.c_int
+    lib.deltaproof_tc_backward.argtypes = [
+        ctypes.POINTER(Problem), ctypes.POINTER(Gradients), ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
     lib.deltaproof_tc_forward_backward.restype = ctypes.c_int
     lib.deltaproof_tc_forward_backward.argtypes = [
         ctypes.POINTER(Problem), ctypes.POINTER(Gradients), ctypes.c_void_p, ctypes.c_void_p,
@@ -178,6 +184,15 @@ def main():
         launch(lib.deltaproof_tc_scratch_bytes_backward, problem_of(x, o, ht),
                lambda p, scratch, stream, error: lib.deltaproof_tc_forward_backward(
                    p, ctypes.byref(gr), scratch, stream, error, 512))
+
+    def tc_backward(x, o, ht, grads, stages):
+        """The backward's stages alone (8 bwd.bk2, 16 tc_bwd_products, 32 tc_bwd_tokens) on
+        the scratch the last forward and backward left."""
+        gr = Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
+                       *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
+        launch(lib.deltaproof_tc_scratch_bytes_backward, problem_of(x, o, ht),
+               lambda p, scratch, stream, error: lib.deltaproof_tc_backward(
+                   p, ctypes.byref(gr), scratch, stream, stages, error, 512))
 
     def fla_call(op, x, backward):
         g = x["g"].float()
@@ -279,6 +294,11 @@ def main():
         for _ in range(2):
             tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
         tc_bwd = timed(lambda x: tc_forward_backward(x, o_tc, ht_tc, tc_grads), sets)
+        tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
+        tc_stages.update({name: timed(lambda x: tc_backward(sets[0], o_tc, ht_tc, tc_grads, bit),
+                                      sets)
+                          for name, bit in (("bwd.bk2", 8), ("tc_bwd_products", 16),
+                                            ("tc_bwd_tokens", 32))})
         fla_bwd = None
         if not args.no_backward:
             for _ in range(2):
