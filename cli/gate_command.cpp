@@ -191,7 +191,7 @@ int run_gate_command(const GateArguments& a, const std::string& command_line,
   // check
   const kernels::Precision precision = precision_class(a.precision);
   std::optional<kernels::Phase> phase;
-  if (!a.phase.empty()) phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
+  if (!a.phase.empty()) phase = find_value(kernels::kPhaseNames, a.phase);  // CLI11 checked it
   const gates::GateResult r = gates::check_candidate(a.fixture, a.candidate, precision, phase);
   fmt::print("{}", gates::check_table(r));
   print_result(r);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -50,9 +51,10 @@ void add_run_command(CLI::App& app, RunArguments& a) {
 }
 
 int run_run(const RunArguments& a) {
-  if (a.phase != "fwd" && a.phase != "bwd")
+  const std::optional<kernels::Phase> parsed = find_value(kernels::kPhaseNames, a.phase);
+  if (!parsed)
     throw InputError(fmt::format("unknown phase '{}'; pass --phase fwd or --phase bwd.", a.phase));
-  const kernels::Phase phase = a.phase == "fwd" ? kernels::Phase::fwd : kernels::Phase::bwd;
+  const kernels::Phase phase = *parsed;
   const kernels::Backend& backend = kernels::find_backend(a.backend);
   namespace fs = std::filesystem;
   fs::path folder = fs::path(a.out).parent_path();

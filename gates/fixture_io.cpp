@@ -178,7 +178,7 @@ SafetensorsFile candidate_file(const KernelShape& s, Phase phase, const kernels:
   nlohmann::json stages = record.stages;
   file.metadata = {{"format", "deltaproof-candidate/1"},
                    {"backend", backend},
-                   {"phase", phase == Phase::fwd ? "fwd" : "bwd"},
+                   {"phase", std::string(kernels::phase_name(phase))},
                    {"op", std::string(op_name(s.op))},
                    {"chunk", std::to_string(s.chunk)},
                    {"precision", "f32"},

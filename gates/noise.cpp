@@ -318,7 +318,7 @@ std::string noise_key(const KernelShape& shape, const Buffers& inputs, Phase pha
   std::string text = fmt::format(
       "{} {} B{} T{} H{} K{} V{} chunk{} scale{:a} bf16_inputs{} {} {}\n", kNoiseCacheFormat,
       op_name(shape.op), shape.B, shape.T, shape.H, shape.K, shape.V, shape.chunk, shape.scale,
-      shape.bf16_inputs, phase == Phase::fwd ? "fwd" : "bwd", kernels::precision_name(precision));
+      shape.bf16_inputs, kernels::phase_name(phase), kernels::precision_name(precision));
   for (const Part& part : parts) text += part.label + " " + part.hash + "\n";
   return sha256_hex(std::as_bytes(std::span(text.data(), text.size())));
 }

@@ -118,10 +118,9 @@ std::vector<Gate> all_gates(const std::filesystem::path& fixtures_dir) {
       if (family.only_chunk && entry.at("spec").at("chunk").get<int>() != family.only_chunk)
         continue;
       for (kernels::Phase phase : {kernels::Phase::fwd, kernels::Phase::bwd}) {
-        const char* phase_name = phase == kernels::Phase::fwd ? "fwd" : "bwd";
-        gates.push_back(
-            {fmt::format("{}.{}.{}.{}", op_name(*op), family.backend, fixture_id(file), phase_name),
-             GateKind::oracle, *op, &family, file, phase});
+        gates.push_back({fmt::format("{}.{}.{}.{}", op_name(*op), family.backend, fixture_id(file),
+                                     kernels::phase_name(phase)),
+                         GateKind::oracle, *op, &family, file, phase});
       }
     }
     // metamorphic gates (issue 11 spreads them over the coverage matrix):

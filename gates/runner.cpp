@@ -145,7 +145,7 @@ GateResult start_result(const Gate& gate) {
   r.kind = kind_name(gate.kind);
   r.op = op_name(gate.op);
   r.backend = gate.family->backend;
-  r.phase = gate.phase == Phase::fwd ? "fwd" : "bwd";
+  r.phase = kernels::phase_name(gate.phase);
   r.gradients_compared = gate.phase == Phase::bwd;
   r.precision = precision_name(gate.family->precision);
   r.bars = bars_json(gate.family->bars, gate.family->precision);
@@ -219,7 +219,7 @@ GateResult check_candidate(const fs::path& fixture, const SafetensorsFile& candi
   r.op = op_name(f.job.shape.op);
   auto backend = candidate.metadata.find("backend");
   r.backend = backend == candidate.metadata.end() ? "external" : backend->second;
-  r.phase = phase == Phase::bwd ? "bwd" : "fwd";
+  r.phase = kernels::phase_name(phase);
   r.gradients_compared = phase == Phase::bwd;
   r.precision = precision_name(precision);
   r.fixture = f.info;

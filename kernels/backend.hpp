@@ -9,12 +9,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.hpp"
 #include "core/op.hpp"
 #include "kernels/precision.hpp"
 
 namespace deltaproof::kernels {
 
 enum class Phase { fwd, bwd };  // bwd runs the forward and the backward
+inline constexpr std::pair<Phase, std::string_view> kPhaseNames[] = {{Phase::fwd, "fwd"},
+                                                                     {Phase::bwd, "bwd"}};
+// "fwd" or "bwd", as gate names, reports and --phase write it.
+constexpr std::string_view phase_name(Phase phase) { return name_of(kPhaseNames, phase); }
 
 using Buffers = std::map<std::string, std::vector<float>>;
 

@@ -85,7 +85,7 @@ Buffers replay_once(const RunOptions& options, const Gate& gate, const fs::path&
                                    "--backend",      gate.family->backend,
                                    "--fixture",      fixture.string(),
                                    "--out",          out.string(),
-                                   "--phase",        gate.phase == Phase::fwd ? "fwd" : "bwd",
+                                   "--phase",        std::string(kernels::phase_name(gate.phase)),
                                    "--chunk",        std::to_string(shape.chunk)};
   if (!options.fault.empty()) {
     args.push_back("--fault");

@@ -60,8 +60,7 @@ Tensor tensor_of(const std::string& name, const RawTensor& raw) {
 }
 
 kernels::Phase phase_of(const std::string& name) {
-  if (name == "fwd") return kernels::Phase::fwd;
-  if (name == "bwd") return kernels::Phase::bwd;
+  if (const auto phase = find_value(kernels::kPhaseNames, name)) return *phase;
   throw InputError(fmt::format("unknown phase '{}'; pass 'fwd', 'bwd' or None.", name));
 }
 
