@@ -45,7 +45,8 @@
 // per pair and channel in f32 where one does. Rows past T (a partial
 // last chunk) are read as zeros: their g = 0 keeps G at the last real row.
 //
-// Determinism: no atomics; each output element is written by one thread after
+// Determinism: no atomic sums (the one atomic, cumulative_decay's atomicOr of a
+// flag bit, is order-free); each output element is written by one thread after
 // sums in a fixed order. The backward's scratch (dS_end, dU, dM, dA in bf16;
 // dQg, dY, dKdec in f32) is written whole before it is read.
 //
@@ -176,7 +177,7 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
 // *wide where some channel's G spans more than kSpanLimit (its largest less its
 // least) in 16-row block R: the block's decays are wide, and its diagonal
 // block takes them pair by pair (diagonal_on_tensor_cores).
-constexpr float kSpanLimit = 60.0f;  // e^60 ~ 1e26: bf16 (to ~3e38) keeps both factors
+constexpr float kSpanLimit = TcConfig::kSpanLimit;
 __device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld, int width,
                                         unsigned* wide = nullptr) {
   for (int i = threadIdx.x; i < width; i += blockDim.x) {

@@ -24,6 +24,10 @@ struct TcConfig {
   static constexpr int kOutputThreads = 256;  // fwd.output: 8 warps
   static constexpr int kVTile = 32;           // state columns per fwd.inter block
   static constexpr int kMaxHeads = 65535;     // B*H at most (grid y)
+  // A 16-row diagonal block of A and M goes through its first row on the tensor
+  // cores where no channel's cumulative decay G spans more than this within the
+  // block (e^60 ~ 1e26: bf16, to ~3e38, holds both factors), else pair by pair.
+  static constexpr float kSpanLimit = 60.0f;
   // Why cuda-tc cannot run B x H heads of a K x V state at this chunk size, as
   // the words of a sentence, or "" when it can.
   static std::string supports(int B, int H, int K, int V, int chunk);

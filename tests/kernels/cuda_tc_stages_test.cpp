@@ -21,11 +21,14 @@
 // that stage red.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/chunk.hpp"
+#include "kernels/cuda/tc.hpp"
 #include "kernels/cuda/tc_stages.hpp"
 #include "kernels/faults.hpp"
 #include "kernels/precision.hpp"
@@ -227,6 +230,43 @@ const auto kShapes = ::testing::Values(
     StageCase{"L17_K100_V72_mild", 17, 64, 100, 72, oracle::Regime::mild},
     StageCase{"L64_K128_V128_block2_wide", 64, 64, 128, 128, oracle::Regime::default_, 2});
 std::string case_name(const ::testing::TestParamInfo<StageCase>& info) { return info.param.name; }
+
+// The largest span (largest G less least) of any channel's cumulative decay
+// within each 16-row block of the chunk: a block is wide for cuda-tc above
+// TcConfig::kSpanLimit.
+std::vector<float> block_spans(const StageCase& c) {
+  const MatF& G = chunk_problem(c).inputs.G;
+  std::vector<float> spans;
+  for (Eigen::Index r0 = 0; r0 < G.rows(); r0 += 16) {
+    const auto block = G.middleRows(r0, std::min<Eigen::Index>(16, G.rows() - r0));
+    spans.push_back((block.colwise().maxCoeff() - block.colwise().minCoeff()).maxCoeff());
+  }
+  return spans;
+}
+
+// The shapes take the paths the file's head says: block2_wide's block 2 wide
+// and its other blocks narrow (both paths in one chunk), the stress shape's
+// blocks all wide, the mild ones' all narrow. On the CPU, everywhere.
+TEST(CudaTcStageShapes, EachTakesThePathsItIsThereFor) {
+  const float limit = kernels::cuda::TcConfig::kSpanLimit;
+  auto expect_blocks = [&](const StageCase& c, auto wide) {
+    const std::vector<float> spans = block_spans(c);
+    for (std::size_t R = 0; R < spans.size(); ++R) {
+      std::printf("  %s block %zu: span %.2f\n", c.name, R, spans[R]);
+      EXPECT_EQ(spans[R] > limit, wide(static_cast<int>(R)))
+          << c.name << " block " << R << " span " << spans[R] << " against " << limit;
+    }
+  };
+  expect_blocks(
+      StageCase{"L64_K128_V128_block2_wide", 64, 64, 128, 128, oracle::Regime::default_, 2},
+      [](int R) { return R == 2; });
+  expect_blocks(StageCase{"L64_K128_V128_stress", 64, 64, 128, 128, oracle::Regime::stress},
+                [](int) { return true; });
+  expect_blocks(StageCase{"L64_K64_V64_mild", 64, 64, 64, 64, oracle::Regime::mild},
+                [](int) { return false; });
+  expect_blocks(StageCase{"L17_K100_V72_mild", 17, 64, 100, 72, oracle::Regime::mild},
+                [](int) { return false; });
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaTcStages, kShapes, case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, TcStageBar, kShapes, case_name);
 
