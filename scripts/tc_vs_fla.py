@@ -178,9 +178,12 @@ def main():
                lambda p, scratch, stream, error:
                lib.deltaproof_tc_forward(p, scratch, stream, stages, error, 512))
 
+    def gradients_of(x, grads):
+        return Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
+                         *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
+
     def tc_forward_backward(x, o, ht, grads):
-        gr = Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
-                       *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
+        gr = gradients_of(x, grads)
         launch(lib.deltaproof_tc_scratch_bytes_backward, problem_of(x, o, ht),
                lambda p, scratch, stream, error: lib.deltaproof_tc_forward_backward(
                    p, ctypes.byref(gr), scratch, stream, error, 512))
@@ -188,8 +191,7 @@ def main():
     def tc_backward(x, o, ht, grads, stages):
         """The backward's stages alone (8 bwd.bk2, 16 tc_bwd_products, 32 tc_bwd_tokens) on
         the scratch the last forward and backward left."""
-        gr = Gradients(x["do32"].data_ptr(), x["dht"].data_ptr(),
-                       *[grads[n].data_ptr() for n in ("dq", "dk", "dv", "dg", "db", "dw", "dh0")])
+        gr = gradients_of(x, grads)
         launch(lib.deltaproof_tc_scratch_bytes_backward, problem_of(x, o, ht),
                lambda p, scratch, stream, error: lib.deltaproof_tc_backward(
                    p, ctypes.byref(gr), scratch, stream, stages, error, 512))
