@@ -4,11 +4,13 @@
 // the (row, column) of the tile it holds. PTX ISA, "Matrix Fragments for
 // mma.m16n8k16 with floating point type".
 //
-// Every operand sits in shared memory with its reduction index contiguous: an
-// A operand as [m][k] (row-major), a B operand as B^T, [n][k]. Two bf16 of one
-// row then make one 32-bit register of a fragment. A row stride of a multiple
-// of 8 plus 8 elements (16 bytes of padding) puts the eight rows a fragment
-// load touches in different banks.
+// An operand sits in shared memory as [m][k] (A) or B^T = [n][k] (B), its
+// reduction index contiguous, or transposed (load_a_t, load_b_n). Every
+// fragment is read by ldmatrix (sm_75): eight 16-byte rows a matrix, each row
+// 16-byte aligned, so a tile's first row and column are multiples of 8 and a
+// row stride is a multiple of 8 elements; .trans serves the transposed
+// layouts. A row stride of a multiple of 8 plus 8 elements (16 bytes of
+// padding) puts the eight rows of a matrix in different banks.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -41,18 +43,52 @@ __device__ inline std::uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
-__device__ inline std::uint32_t load_pair(const bf16* at) {
-  return *reinterpret_cast<const std::uint32_t*>(at);
+// ldmatrix: lane l gives the address of row l % 8 of matrix l / 8 (x4: four
+// 8 x 8 matrices; x2: two, lanes 0-15); register i of every lane receives
+// matrix i's elements (row lane / 4, columns 2 (lane % 4) and + 1), or with
+// .trans those of its transpose.
+__device__ inline std::uint32_t shared_address(const bf16* at) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(at));
+}
+__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const bf16* row, bool trans) {
+#ifdef __CUDA_ARCH__
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row)));
+#else
+  (void)r, (void)row, (void)trans;
+#endif
+}
+__device__ inline void ldmatrix_x2(std::uint32_t (&r)[2], const bf16* row, bool trans) {
+#ifdef __CUDA_ARCH__
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(row)));
+#else
+  (void)r, (void)row, (void)trans;
+#endif
 }
 
-// A 16 x 16 tile of A at (row0, col0) of a row-major [m][k] array (stride ld).
+// A 16 x 16 tile of A at (row0, col0) of a row-major [m][k] array (stride ld):
+// its matrices are rows +0 and +8 by columns +0 and +8, in register order.
 struct FragA {
   std::uint32_t r[4];
 };
 __device__ inline FragA load_a(const bf16* a, int ld, int row0, int col0) {
-  const Lane l = lane();
-  const bf16* p = a + (row0 + l.g) * ld + col0 + 2 * l.t;
-  return {{load_pair(p), load_pair(p + 8 * ld), load_pair(p + 8), load_pair(p + 8 * ld + 8)}};
+  const int l = static_cast<int>(threadIdx.x) % 32, m = l / 8;
+  FragA f;
+  ldmatrix_x4(f.r, a + (row0 + l % 8 + 8 * (m % 2)) * ld + col0 + 8 * (m / 2), false);
+  return f;
 }
 
 // A 16 x 8 tile of B at (k0, n0), from B^T stored row-major [n][k] (stride ld).
@@ -60,33 +96,28 @@ struct FragB {
   std::uint32_t r[2];
 };
 __device__ inline FragB load_b(const bf16* bt, int ld, int n0, int k0) {
-  const Lane l = lane();
-  const bf16* p = bt + (n0 + l.g) * ld + k0 + 2 * l.t;
-  return {{load_pair(p), load_pair(p + 8)}};
-}
-
-// Two bf16 elements as one fragment register, lo in the low half.
-__device__ inline std::uint32_t load_two(const bf16* lo, const bf16* hi) {
-  return static_cast<std::uint32_t>(__bfloat16_as_ushort(*lo)) |
-         static_cast<std::uint32_t>(__bfloat16_as_ushort(*hi)) << 16;
+  const int l = static_cast<int>(threadIdx.x) % 32;
+  FragB f;
+  ldmatrix_x2(f.r, bt + (n0 + l % 8) * ld + k0 + 8 * (l / 8 % 2), false);
+  return f;
 }
 
 // A 16 x 16 tile of A = X^T at (row0, col0), from X stored row-major [k][m]
-// (stride ld): A's rows are X's columns. Element by element (the pairs of a
-// register lie in two rows of X).
+// (stride ld): A's rows are X's columns, each matrix read transposed.
 __device__ inline FragA load_a_t(const bf16* x, int ld, int row0, int col0) {
-  const Lane l = lane();
-  const bf16* p = x + (col0 + 2 * l.t) * ld + row0 + l.g;
-  auto two = [&](const bf16* at) { return load_two(at, at + ld); };
-  return {{two(p), two(p + 8), two(p + 8 * ld), two(p + 8 * ld + 8)}};
+  const int l = static_cast<int>(threadIdx.x) % 32, m = l / 8;
+  FragA f;
+  ldmatrix_x4(f.r, x + (col0 + l % 8 + 8 * (m / 2)) * ld + row0 + 8 * (m % 2), true);
+  return f;
 }
 
 // A 16 x 8 tile of B at (k0, n0), from B itself stored row-major [k][n]
-// (stride ld). Element by element.
+// (stride ld), each matrix read transposed.
 __device__ inline FragB load_b_n(const bf16* b, int ld, int k0, int n0) {
-  const Lane l = lane();
-  const bf16* p = b + (k0 + 2 * l.t) * ld + n0 + l.g;
-  return {{load_two(p, p + ld), load_two(p + 8 * ld, p + 9 * ld)}};
+  const int l = static_cast<int>(threadIdx.x) % 32;
+  FragB f;
+  ldmatrix_x2(f.r, b + (k0 + l % 8 + 8 * (l / 8 % 2)) * ld + n0, true);
+  return f;
 }
 
 // The 16 x 8 accumulator tile: c[0], c[1] at row g, columns 2t and 2t + 1;

@@ -269,7 +269,6 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   const std::size_t n = slab(bh, num_chunks, c);
   const int tid = threadIdx.x, warp = tid / 32, lane_id = tid % 32;
   const mma::Lane l = mma::lane();
-  auto f = [](const bf16* x, int at) { return __bfloat162float(x[at]); };
 
   // The chunk's rows, zeros past T and past K (q, k, b in bf16: the class's
   // operands), two tensors at a time with every load of both in flight.
@@ -380,24 +379,32 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
       *reinterpret_cast<__nv_bfloat162*>(M + r * kC + i) = __floats2bfloat162_rn(0.0f, 0.0f);
   }
 
-  // What the later stages read: Qg = scale Q*exp G, Kdec^T = (K*exp(G_C - G))^T.
+  // What the later stages read: Qg = scale Q*exp G, a pair of channels a
+  // thread (consecutive threads, consecutive pairs).
   bf16* Qg = s.Qg + n * kC * KP;
-  bf16* KdecT = s.KdecT + n * KP * kC;
-  for (int idx = tid; idx < kC * KP; idx += blockDim.x) {
-    const int r = idx / KP, i = idx % KP;  // consecutive threads, consecutive channels
-    Qg[idx] = to_bf16(scale * f(Q, r * L::kH + i) * __expf(G[r * L::kF + i]));
-  }
-  for (int idx = tid; idx < KP * kC; idx += blockDim.x) {
-    const int i = idx / kC, r = idx % kC;  // consecutive threads, consecutive rows
-    KdecT[idx] = to_bf16(f(Kk, r * L::kH + i) * __expf(chunk_end(i) - G[r * L::kF + i]));
+  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+    const int r = idx / (KP / 2), i = 2 * (idx % (KP / 2));
+    const float2 q = pair(Q + r * L::kH + i);
+    const float* Gr = G + r * L::kF + i;
+    *reinterpret_cast<__nv_bfloat162*>(Qg + r * KP + i) =
+        __floats2bfloat162_rn(scale * q.x * __expf(Gr[0]), scale * q.y * __expf(Gr[1]));
   }
   __syncthreads();  // Q is read for the last time
 
-  // (B*K*exp G)^T, the operand of Wt, where Q was.
-  for (int idx = tid; idx < KP * kC; idx += blockDim.x) {
-    const int i = idx / kC, r = idx % kC;
-    BKET[i * L::kB + r] =
-        to_bf16(f(Bg, r * L::kH + i) * f(Kk, r * L::kH + i) * __expf(G[r * L::kF + i]));
+  // Kdec^T = (K*exp(G_C - G))^T, and (B*K*exp G)^T (the operand of Wt) where Q
+  // was: a row and a pair of channels a thread, a warp 16 rows by 2 pairs (its
+  // reads of the rows of K, B and G at most two to a bank).
+  bf16* KdecT = s.KdecT + n * KP * kC;
+  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+    const int tile = idx / 32, lane = idx % 32;
+    const int r = kBlock * (tile % kBlocks) + lane % kBlock;
+    const int i = 2 * (2 * (tile / kBlocks) + lane / kBlock);
+    const float2 key = pair(Kk + r * L::kH + i), beta = pair(Bg + r * L::kH + i);
+    const float* Gr = G + r * L::kF + i;
+    KdecT[i * kC + r] = to_bf16(key.x * __expf(chunk_end(i) - Gr[0]));
+    KdecT[(i + 1) * kC + r] = to_bf16(key.y * __expf(chunk_end(i + 1) - Gr[1]));
+    BKET[i * L::kB + r] = to_bf16(beta.x * key.x * __expf(Gr[0]));
+    BKET[(i + 1) * L::kB + r] = to_bf16(beta.y * key.y * __expf(Gr[1]));
   }
   __syncthreads();  // K, B and G are read for the last time
 
@@ -1031,7 +1038,7 @@ struct TokensLayout {
   static constexpr int kF = KP + 1;     // f32 rows (odd: no bank conflicts)
   static constexpr int kD = kC + kPad;  // rows of dM and dA
   static constexpr std::size_t kBytes =
-      sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * 3 * kC * kF;
+      sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * (3 * kC * kF + kBlocks * KP);
 };
 
 template <class In, int KP>
@@ -1048,6 +1055,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   bf16* Bg = Kk + kC * L::kH;
   bf16* dM = Bg + kC * L::kH;  // [r][i]
   bf16* dA = dM + kC * L::kD;  // [r][i]
+  // sum_r dKdec_rk k_rk exp(G_C - G_rk) over the rows of block R, [R][k]
+  float* ends = reinterpret_cast<float*>(dA + kC * L::kD);
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
   const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP;
@@ -1084,6 +1093,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   {
     const int ref = kBlock * blk;
     Acc dQM[kTiles], dBK[kTiles];
+    float end[kTiles][2] = {};  // the chunk end's terms of the lane's rows, its two channels
     for (int I = 0; I < blk + diagonal_tc; ++I) {
       const FragA fm = mma::load_a(dM, L::kD, ref, kBlock * I);
       const FragA fa = mma::load_a(dA, L::kD, ref, kBlock * I);
@@ -1121,11 +1131,21 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         const float dkdec = s.dKdec[nKP + r * KP + k];
         dKs[r * L::kF + k] = dy * beta * E + bk * beta + dkdec * D;
         dGs[r * L::kF + k] = (dqg * E + qm) * q + (dy * E + bk) * beta * key - dkdec * key * D;
+        end[j][e & 1] += dkdec * key * D;
         if (t0 + r < p.T && k < p.K) {
           const std::size_t at = token_offset(p.T, p.H, p.K, b, t0 + r, h, k);
           p.dq[at] = dqg * E + qm;
           p.db[at] = (bk + dy * E) * key;
         }
+      }
+      // the block's rows summed per channel: across the lanes of a column (g)
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        float sum = end[j][x];
+        for (int mask = 4; mask < 32; mask *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+        if (l.g == 0) ends[blk * KP + channel_of(j, x)] = sum;
       }
   }
   __syncthreads();
@@ -1174,13 +1194,10 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   __syncthreads();
 
   // dg: the reverse cumulative sum of dG, a channel per thread, the chunk
-  // end's terms at the last row.
+  // end's terms (d_decay_end's and the blocks' sums of dKdec's) at the last row.
   for (int k = tid; k < KP; k += blockDim.x) {
-    const float G_end = G[(kC - 1) * L::kF + k];
     float running = s.d_decay_end[n * KP + k] * s.decay_end[n * KP + k];
-    for (int j = 0; j < kC; ++j)
-      running +=
-          s.dKdec[nKP + j * KP + k] * f(Kk, j * L::kH + k) * __expf(G_end - G[j * L::kF + k]);
+    for (int R = 0; R < kBlocks; ++R) running += ends[R * KP + k];
     for (int r = kC - 1; r >= 0; --r) {
       running += dGs[r * L::kF + k];
       if (t0 + r < p.T && k < p.K)
