@@ -6,6 +6,12 @@ Usage (on a machine with an NVIDIA GPU, torch and triton, FLA's `fla` package on
 PYTHONPATH, e.g. a copy of its fla/ folder in .fla/):
     python3 scripts/tc_vs_fla.py --lib build/lib/libdeltaproof_tc.so \\
         [--ops gdn2 kda] [--B 4 --T 4096 --H 16 --K 128 --V 128] [--repeats 20] [--json OUT]
+        [--shapes 4x4096 1x32768] [--varlen 16]
+
+--shapes runs several BxT shapes in one process (FLA autotunes once per kernel and key);
+--varlen N adds N packed sequences of mixed lengths (mixed_lengths: uniform in [128, 4096),
+a fixed draw) in a batch of one, FLA with cu_seqlens and cuda-tc natively (its C API's
+cu_seqlens), one initial and final state per sequence.
 
 For each op: three input sets in bf16 (q, k l2-normalised; g uniform in [-0.1, -0.001],
 log-decay per token and channel (kda: per token, channel-wise too, as FLA's kda takes it);
@@ -50,7 +56,15 @@ class Problem(ctypes.Structure):
                 ("bf16_inputs", ctypes.c_int),
                 ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
                 ("g", ctypes.c_void_p), ("b", ctypes.c_void_p), ("w", ctypes.c_void_p),
-                ("h0", ctypes.c_void_p), ("o", ctypes.c_void_p), ("ht", ctypes.c_void_p)]
+                ("h0", ctypes.c_void_p), ("o", ctypes.c_void_p), ("ht", ctypes.c_void_p),
+                ("cu_seqlens", ctypes.c_void_p)]
+
+
+def mixed_lengths(n, seed=0, lo=128, hi=4096):
+    """n sequence lengths drawn uniformly in [lo, hi) (a fixed draw per seed): the varlen case."""
+    import random
+    rng = random.Random(seed)
+    return [rng.randrange(lo, hi) for _ in range(n)]
 
 
 def nominal_flops(B, T, H, K, V, C=64):
@@ -93,7 +107,21 @@ def main():
     ap.add_argument("--sets", type=int, default=3, help="input sets rotated call by call")
     ap.add_argument("--no-backward", action="store_true", help="time FLA's forward only")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--shapes", nargs="+", help="BxT shapes, e.g. 4x4096 1x32768 (instead of "
+                    "--B and --T)")
+    ap.add_argument("--varlen", type=int, default=0,
+                    help="also N packed sequences of mixed lengths (FLA's cu_seqlens)")
     args = ap.parse_args()
+    cases = []  # (B, T, lengths or None)
+    for text in args.shapes or [f"{args.B}x{args.T}"]:
+        try:
+            b_text, t_text = text.lower().split("x")
+            cases.append((int(b_text), int(t_text), None))
+        except ValueError:
+            sys.exit(f"tc_vs_fla.py: --shapes takes BxT, e.g. 4x4096, not {text!r}")
+    if args.varlen:
+        lengths = mixed_lengths(args.varlen)
+        cases.append((1, sum(lengths), lengths))
 
     import torch
     if not torch.cuda.is_available():
@@ -121,13 +149,14 @@ def main():
     from fla.ops.gdn2 import chunk_gdn2
     from fla.ops.kda import chunk_kda
 
-    B, T, H, K, V = args.B, args.T, args.H, args.K, args.V
+    H, K, V = args.H, args.K, args.V
+    B, T, N, lengths, starts, longest = 0, 0, 0, None, None, 0  # set per case below
     scale = K ** -0.5
     dev = torch.device("cuda")
     bf = torch.bfloat16
     props = torch.cuda.get_device_properties(0)
     print(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}, "
-          f"fla {getattr(fla, '__version__', '?')}; B{B} T{T} H{H} K{K} V{V} bf16")
+          f"fla {getattr(fla, '__version__', '?')}; H{H} K{K} V{V} bf16")
 
     def make_set(op, seed):
         gen = torch.Generator(device=dev).manual_seed(seed)
@@ -147,17 +176,20 @@ def main():
         else:
             x["b"] = uniform(0.05, 0.95, B, T, H, K).to(bf)
             x["w"] = uniform(0.05, 0.95, B, T, H, V).to(bf)
-        x["h0"] = 0.1 * normal(B, H, K, V)
+        x["h0"] = 0.1 * normal(N, H, K, V)
         x["do"] = normal(B, T, H, V).to(bf)
-        x["dht"] = 0.1 * normal(B, H, K, V)
+        x["dht"] = 0.1 * normal(N, H, K, V)
         x["do32"] = x["do"].float()
         return x
 
     scratch_cache = {}
     def problem_of(x, o, ht):
-        return Problem(B, T, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
+        """The C API's problem: packed, one row per sequence and T the longest."""
+        rows, length = (N, longest) if lengths else (B, T)
+        return Problem(rows, length, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
                        x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(),
-                       x["w"].data_ptr(), x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr())
+                       x["w"].data_ptr(), x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr(),
+                       starts["int32"].data_ptr() if lengths else None)
 
     def launch(size_of, p, invoke):
         """invoke(problem, scratch, stream, error) runs one of the library's launches with
@@ -209,6 +241,8 @@ def main():
             leaves = {n: x[n] for n in ("q", "k", "v", "b", "w", "beta") if n in x}
         common = dict(scale=scale, initial_state=h0, output_final_state=True,
                       use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False)
+        if lengths:
+            common["cu_seqlens"] = starts["int64"]
         if op == "kda":
             o, ht = chunk_kda(leaves["q"], leaves["k"], leaves["v"], g, leaves["beta"], **common)[:2]
         else:
@@ -235,131 +269,143 @@ def main():
                 "max_ms": max(times), "repeats": args.repeats}
 
     rows = []
-    for op in args.ops:
-        sets = [make_set(op, 1000 * (op == "kda") + s) for s in range(args.sets)]
-        o_tc = torch.empty(B, T, H, V, dtype=torch.float32, device=dev)
-        ht_tc = torch.empty(B, H, K, V, dtype=torch.float32, device=dev)
-        torch.cuda.synchronize()
-
-        start = time.perf_counter()
-        tc_forward(sets[0], o_tc, ht_tc)
-        torch.cuda.synchronize()
-        tc_first = time.perf_counter() - start
-        start = time.perf_counter()
-        with torch.no_grad():
-            o_fla, ht_fla = fla_call(op, sets[0], False)
-        torch.cuda.synchronize()
-        fla_first = time.perf_counter() - start
-        tc_grads = {n: torch.full((B, T, H, V if n in ("dv", "dw") else K), float("nan"),
-                                  device=dev) for n in ("dq", "dk", "dv", "dg", "db", "dw")}
-        tc_grads["dh0"] = torch.full((B, H, K, V), float("nan"), device=dev)
-        start = time.perf_counter()
-        tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
-        torch.cuda.synchronize()
-        tc_first_bwd = time.perf_counter() - start
-        fla_first_bwd = None
-        grad_agree = {}
-        if not args.no_backward:
-            start = time.perf_counter()
-            fla_grads = fla_call(op, sets[0], True)[2]
+    for B, T, lengths in cases:
+        N = len(lengths) if lengths else B
+        if lengths:
+            offsets = [0]
+            for n in lengths:
+                offsets.append(offsets[-1] + n)
+            starts = {"int32": torch.tensor(offsets, dtype=torch.int32, device=dev),
+                      "int64": torch.tensor(offsets, dtype=torch.int64, device=dev)}
+            longest = max(lengths)
+        print(f"\nshape B{B} T{T}" + (f", {N} packed sequences of {min(lengths)}..{longest} "
+                                      f"tokens" if lengths else ""))
+        for op in args.ops:
+            sets = [make_set(op, 1000 * (op == "kda") + s) for s in range(args.sets)]
+            o_tc = torch.empty(B, T, H, V, dtype=torch.float32, device=dev)
+            ht_tc = torch.empty(N, H, K, V, dtype=torch.float32, device=dev)
             torch.cuda.synchronize()
-            fla_first_bwd = time.perf_counter() - start
-            mine = dict(tc_grads)
-            if op == "kda":
-                mine["dbeta"] = mine.pop("db").sum(-1) + mine.pop("dw").sum(-1)
-            for name, b in fla_grads.items():
-                a = mine[name].float()
-                grad_agree[name] = float((a - b.float()).abs().max() / b.float().abs().max())
-        unwritten_grads = {n: int(torch.isnan(t).sum()) for n, t in tc_grads.items()}
 
-        # agreement on set 0 (both are bf16-class kernels: expect ~1e-2 at most)
-        o_poison = torch.full_like(o_tc, float("nan"))
-        tc_forward(sets[0], o_poison, ht_tc)
-        torch.cuda.synchronize()
-        unwritten = int(torch.isnan(o_poison).sum())
-        agree = {name: float((a.float() - b.float()).abs().max() / b.float().abs().max())
-                 for name, a, b in (("o", o_poison, o_fla), ("ht", ht_tc, ht_fla))}
-
-        # warm-up (FLA autotunes on its first calls), then the timed calls
-        for _ in range(3):
-            with torch.no_grad():
-                fla_call(op, sets[0], False)
+            start = time.perf_counter()
             tc_forward(sets[0], o_tc, ht_tc)
-        torch.cuda.synchronize()
-        with torch.no_grad():
-            fla_fwd = timed(lambda x: fla_call(op, x, False), sets)
-        tc_fwd = timed(lambda x: tc_forward(x, o_tc, ht_tc), sets)
-        # each stage alone, on the scratch the last whole run left (one input set: the
-        # stages must read what the run before them wrote)
-        tc_stages = {name: timed(lambda x: tc_forward(sets[0], o_tc, ht_tc, bit), sets)
-                     for name, bit in (("fwd.intra", 1), ("fwd.inter", 2), ("fwd.output", 4))}
-        for _ in range(2):
+            torch.cuda.synchronize()
+            tc_first = time.perf_counter() - start
+            start = time.perf_counter()
+            with torch.no_grad():
+                o_fla, ht_fla = fla_call(op, sets[0], False)
+            torch.cuda.synchronize()
+            fla_first = time.perf_counter() - start
+            tc_grads = {n: torch.full((B, T, H, V if n in ("dv", "dw") else K), float("nan"),
+                                      device=dev) for n in ("dq", "dk", "dv", "dg", "db", "dw")}
+            tc_grads["dh0"] = torch.full((N, H, K, V), float("nan"), device=dev)
+            start = time.perf_counter()
             tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
-        tc_bwd = timed(lambda x: tc_forward_backward(x, o_tc, ht_tc, tc_grads), sets)
-        tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
-        tc_stages.update({name: timed(lambda x: tc_backward(sets[0], o_tc, ht_tc, tc_grads, bit),
-                                      sets)
-                          for name, bit in (("bwd.bk2", 8), ("tc_bwd_products", 16),
-                                            ("tc_bwd_tokens", 32))})
-        fla_bwd = None
-        if not args.no_backward:
-            for _ in range(2):
-                fla_call(op, sets[0], True)
-            fla_bwd = timed(lambda x: fla_call(op, x, True), sets)
+            torch.cuda.synchronize()
+            tc_first_bwd = time.perf_counter() - start
+            fla_first_bwd = None
+            grad_agree = {}
+            if not args.no_backward:
+                start = time.perf_counter()
+                fla_grads = fla_call(op, sets[0], True)[2]
+                torch.cuda.synchronize()
+                fla_first_bwd = time.perf_counter() - start
+                mine = dict(tc_grads)
+                if op == "kda":
+                    mine["dbeta"] = mine.pop("db").sum(-1) + mine.pop("dw").sum(-1)
+                for name, b in fla_grads.items():
+                    a = mine[name].float()
+                    grad_agree[name] = float((a - b.float()).abs().max() / b.float().abs().max())
+            unwritten_grads = {n: int(torch.isnan(t).sum()) for n, t in tc_grads.items()}
 
-        flops = nominal_flops(B, T, H, K, V)
-        nbytes = minimum_bytes(B, T, H, K, V, op == "kda")
-        def rates(ms):
-            return {"TFLOPs": flops / (ms * 1e-3) / 1e12, "GBps": nbytes / (ms * 1e-3) / 1e9}
-        flops_fb = nominal_flops_fwd_bwd(B, T, H, K, V)
-        nbytes_fb = minimum_bytes_fwd_bwd(B, T, H, K, V, op == "kda")
-        def rates_fwd_bwd(ms):
-            return {"TFLOPs": flops_fb / (ms * 1e-3) / 1e12,
-                    "GBps": nbytes_fb / (ms * 1e-3) / 1e9}
-        row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
-               "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
-                                "cuda-tc fwd+bwd": tc_first_bwd, "fla fwd+bwd": fla_first_bwd},
-               "cuda-tc fwd+bwd": {**tc_bwd, **rates_fwd_bwd(tc_bwd["median_ms"])},
-               "ratio fwd+bwd (cuda-tc / fla)":
-                   tc_bwd["median_ms"] / fla_bwd["median_ms"] if fla_bwd else None,
-               "gradient agreement with fla (max|a-b|/max|b|)": grad_agree,
-               "cuda-tc unwritten gradient elements": unwritten_grads,
-               "cuda-tc fwd": {**tc_fwd, **rates(tc_fwd["median_ms"])},
-               "fla fwd": {**fla_fwd, **rates(fla_fwd["median_ms"])},
-               "fla fwd+bwd": ({**fla_bwd, **rates_fwd_bwd(fla_bwd["median_ms"])}
-                               if fla_bwd else None),
-               "cuda-tc stages": tc_stages,
-               "ratio fwd (cuda-tc / fla)": tc_fwd["median_ms"] / fla_fwd["median_ms"],
-               "agreement with fla (max|a-b|/max|b|)": agree,
-               "cuda-tc unwritten o elements": unwritten,
-               "nominal_flops_fwd": flops, "minimum_bytes_fwd": nbytes,
-               "nominal_flops_fwd_bwd": flops_fb, "minimum_bytes_fwd_bwd": nbytes_fb}
-        rows.append(row)
-        print(f"\n{op}: first call cuda-tc {tc_first:.3f} s, FLA fwd {fla_first:.1f} s"
-              + (f", FLA fwd+bwd {fla_first_bwd:.1f} s" if fla_first_bwd is not None else ""))
-        print(f"{op}: agreement with FLA: o {agree['o']:.2e}, ht {agree['ht']:.2e}; "
-              f"unwritten o: {unwritten}")
-        for name, r in (("fla fwd", fla_fwd), ("cuda-tc fwd", tc_fwd)):
-            rr = rates(r["median_ms"])
-            print(f"{op}: {name:12s} median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}, max "
-                  f"{r['max_ms']:.3f}); {rr['TFLOPs']:.1f} TFLOP/s "
-                  f"({100 * rr['TFLOPs'] / H200_BF16_TFLOPS:.1f}% of {H200_BF16_TFLOPS:.0f}), "
-                  f"{rr['GBps']:.0f} GB/s ({100 * rr['GBps'] / 1e3 / H200_HBM_TBPS:.1f}% of "
-                  f"{H200_HBM_TBPS} TB/s)")
-        print(f"{op}: cuda-tc stages alone: " + ", ".join(
-            f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
-        rb = rates_fwd_bwd(tc_bwd["median_ms"])
-        print(f"{op}: cuda-tc fwd+bwd {rb['TFLOPs']:.1f} TFLOP/s, {rb['GBps']:.0f} GB/s")
-        print(f"{op}: cuda-tc fwd+bwd median {tc_bwd['median_ms']:.3f} ms; first call "
-              f"{tc_first_bwd:.3f} s; unwritten gradients {unwritten_grads}")
-        if fla_bwd:
-            print(f"{op}: fla fwd+bwd  median {fla_bwd['median_ms']:.3f} ms; ratio fwd+bwd "
-                  f"cuda-tc / FLA = {tc_bwd['median_ms'] / fla_bwd['median_ms']:.3f}")
-            print(f"{op}: gradient agreement with FLA: " +
-                  ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
-        print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
-        del sets
-        torch.cuda.empty_cache()
+            # agreement on set 0 (both are bf16-class kernels: expect ~1e-2 at most)
+            o_poison = torch.full_like(o_tc, float("nan"))
+            tc_forward(sets[0], o_poison, ht_tc)
+            torch.cuda.synchronize()
+            unwritten = int(torch.isnan(o_poison).sum())
+            agree = {name: float((a.float() - b.float()).abs().max() / b.float().abs().max())
+                     for name, a, b in (("o", o_poison, o_fla), ("ht", ht_tc, ht_fla))}
+
+            # warm-up (FLA autotunes on its first calls), then the timed calls
+            for _ in range(3):
+                with torch.no_grad():
+                    fla_call(op, sets[0], False)
+                tc_forward(sets[0], o_tc, ht_tc)
+            torch.cuda.synchronize()
+            with torch.no_grad():
+                fla_fwd = timed(lambda x: fla_call(op, x, False), sets)
+            tc_fwd = timed(lambda x: tc_forward(x, o_tc, ht_tc), sets)
+            # each stage alone, on the scratch the last whole run left (one input set: the
+            # stages must read what the run before them wrote)
+            tc_stages = {name: timed(lambda x: tc_forward(sets[0], o_tc, ht_tc, bit), sets)
+                         for name, bit in (("fwd.intra", 1), ("fwd.inter", 2), ("fwd.output", 4))}
+            for _ in range(2):
+                tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
+            tc_bwd = timed(lambda x: tc_forward_backward(x, o_tc, ht_tc, tc_grads), sets)
+            tc_forward_backward(sets[0], o_tc, ht_tc, tc_grads)
+            tc_stages.update({name: timed(lambda x: tc_backward(sets[0], o_tc, ht_tc, tc_grads, bit),
+                                          sets)
+                              for name, bit in (("bwd.bk2", 8), ("tc_bwd_products", 16),
+                                                ("tc_bwd_tokens", 32))})
+            fla_bwd = None
+            if not args.no_backward:
+                for _ in range(2):
+                    fla_call(op, sets[0], True)
+                fla_bwd = timed(lambda x: fla_call(op, x, True), sets)
+
+            flops = nominal_flops(B, T, H, K, V)
+            nbytes = minimum_bytes(B, T, H, K, V, op == "kda")
+            def rates(ms):
+                return {"TFLOPs": flops / (ms * 1e-3) / 1e12, "GBps": nbytes / (ms * 1e-3) / 1e9}
+            flops_fb = nominal_flops_fwd_bwd(B, T, H, K, V)
+            nbytes_fb = minimum_bytes_fwd_bwd(B, T, H, K, V, op == "kda")
+            def rates_fwd_bwd(ms):
+                return {"TFLOPs": flops_fb / (ms * 1e-3) / 1e12,
+                        "GBps": nbytes_fb / (ms * 1e-3) / 1e9}
+            row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
+                   "packed sequence lengths": lengths,
+                   "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
+                                    "cuda-tc fwd+bwd": tc_first_bwd, "fla fwd+bwd": fla_first_bwd},
+                   "cuda-tc fwd+bwd": {**tc_bwd, **rates_fwd_bwd(tc_bwd["median_ms"])},
+                   "ratio fwd+bwd (cuda-tc / fla)":
+                       tc_bwd["median_ms"] / fla_bwd["median_ms"] if fla_bwd else None,
+                   "gradient agreement with fla (max|a-b|/max|b|)": grad_agree,
+                   "cuda-tc unwritten gradient elements": unwritten_grads,
+                   "cuda-tc fwd": {**tc_fwd, **rates(tc_fwd["median_ms"])},
+                   "fla fwd": {**fla_fwd, **rates(fla_fwd["median_ms"])},
+                   "fla fwd+bwd": ({**fla_bwd, **rates_fwd_bwd(fla_bwd["median_ms"])}
+                                   if fla_bwd else None),
+                   "cuda-tc stages": tc_stages,
+                   "ratio fwd (cuda-tc / fla)": tc_fwd["median_ms"] / fla_fwd["median_ms"],
+                   "agreement with fla (max|a-b|/max|b|)": agree,
+                   "cuda-tc unwritten o elements": unwritten,
+                   "nominal_flops_fwd": flops, "minimum_bytes_fwd": nbytes,
+                   "nominal_flops_fwd_bwd": flops_fb, "minimum_bytes_fwd_bwd": nbytes_fb}
+            rows.append(row)
+            print(f"\n{op}: first call cuda-tc {tc_first:.3f} s, FLA fwd {fla_first:.1f} s"
+                  + (f", FLA fwd+bwd {fla_first_bwd:.1f} s" if fla_first_bwd is not None else ""))
+            print(f"{op}: agreement with FLA: o {agree['o']:.2e}, ht {agree['ht']:.2e}; "
+                  f"unwritten o: {unwritten}")
+            for name, r in (("fla fwd", fla_fwd), ("cuda-tc fwd", tc_fwd)):
+                rr = rates(r["median_ms"])
+                print(f"{op}: {name:12s} median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}, max "
+                      f"{r['max_ms']:.3f}); {rr['TFLOPs']:.1f} TFLOP/s "
+                      f"({100 * rr['TFLOPs'] / H200_BF16_TFLOPS:.1f}% of {H200_BF16_TFLOPS:.0f}), "
+                      f"{rr['GBps']:.0f} GB/s ({100 * rr['GBps'] / 1e3 / H200_HBM_TBPS:.1f}% of "
+                      f"{H200_HBM_TBPS} TB/s)")
+            print(f"{op}: cuda-tc stages alone: " + ", ".join(
+                f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
+            rb = rates_fwd_bwd(tc_bwd["median_ms"])
+            print(f"{op}: cuda-tc fwd+bwd {rb['TFLOPs']:.1f} TFLOP/s, {rb['GBps']:.0f} GB/s")
+            print(f"{op}: cuda-tc fwd+bwd median {tc_bwd['median_ms']:.3f} ms; first call "
+                  f"{tc_first_bwd:.3f} s; unwritten gradients {unwritten_grads}")
+            if fla_bwd:
+                print(f"{op}: fla fwd+bwd  median {fla_bwd['median_ms']:.3f} ms; ratio fwd+bwd "
+                      f"cuda-tc / FLA = {tc_bwd['median_ms'] / fla_bwd['median_ms']:.3f}")
+                print(f"{op}: gradient agreement with FLA: " +
+                      ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
+            print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
+            del sets
+            torch.cuda.empty_cache()
 
     if args.json:
         out = {"device": props.name, "torch": torch.__version__,

@@ -75,6 +75,16 @@ struct Device {
                        ", which bf16 cannot represent (a bf16 job needs bf16 values)");
     return upload(name, packed);
   }
+  // Ints (a packed batch's sequence starts), in a buffer of as many floats.
+  const int* upload_ints(const std::string& name, const std::vector<int>& host) {
+    auto& slot = buffers[name];
+    slot = std::make_unique<DeviceBuffer>(host.size(), "cudaMalloc", p);
+    static_assert(sizeof(int) == sizeof(float), "an int a float's slot");
+    CUDA_CHECK(
+        cudaMemcpy(slot->get(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice),
+        ("upload of " + name).c_str(), p);
+    return reinterpret_cast<const int*>(slot->get());
+  }
   const void* upload_input(const std::string& name, const std::vector<float>& host) {
     return p.input == InputType::bf16 ? upload_bf16(name, host) : upload(name, host);
   }
@@ -90,8 +100,9 @@ struct Device {
 
 using Runner = void (*)(const DeviceProblem&, bool, LaunchLog&);
 
-// Packed sequences and grouped value heads (issue 14, docs/VARLEN.md) as the
-// kernels take them: a dense batch of one row per sequence, each row padded
+// Packed sequences and grouped value heads (issue 14, docs/VARLEN.md) as
+// cuda-chunk and cuda-recurrent take them (cuda-tc takes packed sequences as
+// they are, and grouped heads so): a dense batch of one row per sequence, each row padded
 // after its last token to the longest sequence's length, and one head per
 // value head (q and k repeated over each key head's group). A padded token
 // has k = q = v = b = w = 0 and g = 0 (decay 1), so it adds exact zeros and
@@ -181,7 +192,11 @@ class CudaBackend final : public Backend {
 
   void run(const KernelShape& s, const Buffers& in, Phase phase, Buffers& out,
            ExecutionRecord& record) const override {
-    if (s.packed() || s.grouped()) return run_padded(s, in, phase, out, record);
+    // cuda-tc runs packed sequences natively (DeviceProblem::cu_seqlens); the
+    // other backends, and grouped heads, through the padded dense batch
+    const bool native_packed =
+        s.packed() && !s.grouped() && arithmetic_ == Arithmetic::tensor_cores;
+    if ((s.packed() && !native_packed) || s.grouped()) return run_padded(s, in, phase, out, record);
     require_arithmetic(s);
     if (!gpu_available())
       throw InputError(
@@ -193,6 +208,14 @@ class CudaBackend final : public Backend {
     p.faults = active_faults();
     p.rounding = device_rounding(s.contract);
     p.input = s.bf16_inputs ? InputType::bf16 : InputType::f32;
+    if (native_packed) {  // B sequences of at most T tokens, packed in one batch row
+      std::vector<int> starts(s.cu_seqlens.begin(), s.cu_seqlens.end());
+      p.B = s.states(), p.T = 0;
+      for (std::size_t n = 0; n + 1 < starts.size(); ++n)
+        p.T = std::max(p.T, starts[n + 1] - starts[n]);
+      p.cu_seqlens = d.upload_ints("cu_seqlens", starts);
+      record.note("layout:packed");
+    }
     p.q = d.upload_input("q", in.at("q"));
     p.k = d.upload_input("k", in.at("k"));
     p.v = d.upload_input("v", in.at("v"));

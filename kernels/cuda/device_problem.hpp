@@ -62,6 +62,12 @@ struct DeviceProblem {
   // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V], each of type `input`
   const void *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr;
   const float* h0 = nullptr;  // [B,H,K,V]
+  // Packed sequences (FLA's varlen; cuda-tc only): when set, B + 1 ints in
+  // device memory, and sequence b is the rows [cu_seqlens[b], cu_seqlens[b+1])
+  // of token tensors [1, cu_seqlens[B], H, width]; T is then the longest
+  // sequence's length (it sizes the chunk grid and the scratch) and the states
+  // h0, ht, dht, dh0 stay [B,H,K,V], one per sequence.
+  const int* cu_seqlens = nullptr;
   // cotangents (backward): do [B,T,H,V], dht [B,H,K,V]
   const float *d_o = nullptr, *dht = nullptr;
   // outputs: o [B,T,H,V], ht [B,H,K,V]; gradients in gdn2 form, same shapes

@@ -91,15 +91,35 @@ __device__ inline std::size_t slab(int bh, int num_chunks, int c) {
   return static_cast<std::size_t>(bh) * num_chunks + c;
 }
 
-// The token a chunk's row t of sequence b reads, as its flat index b T + t,
-// or -1 past T (the row is zeros). Under the partial-chunk fault every row of
-// the chunk is read: past T into the next sequence's first tokens (the last
-// sequence wraps to the first), nonzero data a kernel must not see.
+// Sequence b's first token as a flat row index, and its length: b T and T in
+// a dense batch; cu_seqlens' entries for packed sequences (DeviceProblem).
+__device__ inline int seq_begin(const DeviceProblem& p, int b) {
+  return p.cu_seqlens ? __ldg(p.cu_seqlens + b) : b * p.T;
+}
+__device__ inline int seq_length(const DeviceProblem& p, int b) {
+  return p.cu_seqlens ? __ldg(p.cu_seqlens + b + 1) - __ldg(p.cu_seqlens + b) : p.T;
+}
+// Sequence b's chunks, at most the grid's num_chunks (sized by T: a packed
+// sequence longer than T is cut there, never written outside its slabs).
+__device__ inline int seq_chunks(const DeviceProblem& p, int b, int num_chunks) {
+  return min((seq_length(p, b) + kC - 1) / kC, num_chunks);
+}
+// Sequence b's token t of a token tensor of `width` channels, channel i, head h.
+__device__ inline std::size_t token_at(const DeviceProblem& p, int width, int b, int t, int h,
+                                       int i) {
+  return token_offset(0, p.H, width, 0, seq_begin(p, b) + t, h, i);
+}
+
+// The token a chunk's row t of sequence b reads, as its flat row index, or -1
+// past the sequence's end (the row is zeros). Under the partial-chunk fault
+// every row of the chunk is read: past the end into the next sequence's first
+// tokens (the last sequence wraps to the first), nonzero data a kernel must
+// not see.
 __device__ inline long long source_row(const DeviceProblem& p, int b, int t) {
-  const long long row = static_cast<long long>(b) * p.T + t;
+  const long long row = static_cast<long long>(seq_begin(p, b)) + t;
   if (DP_FAULT(p.faults, partial_chunk_reads_past_t))
-    return row % (static_cast<long long>(p.B) * p.T);
-  return t < p.T ? row : -1;
+    return row % (p.cu_seqlens ? __ldg(p.cu_seqlens + p.B) : static_cast<long long>(p.B) * p.T);
+  return t < seq_length(p, b) ? row : -1;
 }
 
 __device__ inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
@@ -140,7 +160,7 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
       const int r = idx / Width, i = idx % Width, t = t0 + r;
       float xv = 0.0f, yv = 0.0f;
       if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-        const std::size_t at = token_offset(p.T, p.H, width, 0, static_cast<int>(row), h, i);
+        const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
         xv = read_input<In>(x, at), yv = read_input<In>(y, at);
       }
       store(r, i, xv, yv);
@@ -154,7 +174,7 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
     const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec, t = t0 + r;
     xs[j] = ys[j] = make_uint4(0, 0, 0, 0);
     if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-      const std::size_t at = token_offset(p.T, p.H, width, 0, static_cast<int>(row), h, i);
+      const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
       xs[j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(x) + at));
       ys[j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(y) + at));
     }
@@ -266,6 +286,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
   const int t0 = c * kC, K = p.K, V = p.V;
+  if (t0 >= seq_length(p, b)) return;  // past a shorter packed sequence's end
   const std::size_t n = slab(bh, num_chunks, c);
   const int tid = threadIdx.x, warp = tid / 32, lane_id = tid % 32;
   const mma::Lane l = mma::lane();
@@ -588,14 +609,15 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     });
   };
   load_h0();
-  fetch(0, buffer(0));
+  const int chunks = seq_chunks(p, b, num_chunks);
+  if (chunks > 0) fetch(0, buffer(0));
 
-  for (int c = 0; c < num_chunks; ++c) {
+  for (int c = 0; c < chunks; ++c) {
     const Buffer in = buffer(c & 1);
     const std::size_t n = slab(bh, num_chunks, c);
     mma::copy_async_wait_all();
     __syncthreads();
-    if (c + 1 < num_chunks) fetch(c + 1, buffer((c + 1) & 1));
+    if (c + 1 < chunks) fetch(c + 1, buffer((c + 1) & 1));
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
@@ -671,6 +693,8 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
   bf16* UT = M + kC * L::kD;
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
+  const int length = seq_length(p, b);
+  if (t0 >= length) return;  // past a shorter packed sequence's end
   const std::size_t n = slab(bh, num_chunks, c);
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
@@ -709,7 +733,7 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
     for (int e = 0; e < 4; ++e) {
       const int t = t0 + kBlock * mt + mma::acc_row(l, e);
       const int v = col0 + j * mma::kN + mma::acc_col(l, e);
-      if (t < p.T && v < p.V) p.o[token_offset(p.T, p.H, p.V, b, t, h, v)] = O[j].c[e];
+      if (t < length && v < p.V) p.o[token_at(p, p.V, b, t, h, v)] = O[j].c[e];
     }
 }
 
@@ -727,14 +751,14 @@ __device__ inline void copy_rows(bf16* to, int ld, const bf16* from, int from_ld
   }
 }
 
-// Rows t0 .. t0 + 63 of dO, columns [v0, v0 + cols), as bf16 at row stride ld:
-// zeros past T and past V.
+// Rows t0 .. t0 + 63 of sequence b's dO, columns [v0, v0 + cols), as bf16 at
+// row stride ld: zeros past the sequence's end and past V.
 __device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int v0, int cols,
                                bf16* to, int ld) {
+  const int length = seq_length(p, b);
   for (int idx = threadIdx.x; idx < kC * cols; idx += blockDim.x) {
     const int r = idx / cols, j = idx % cols, t = t0 + r, v = v0 + j;
-    to[r * ld + j] =
-        to_bf16(t < p.T && v < p.V ? p.d_o[token_offset(p.T, p.H, p.V, b, t, h, v)] : 0.0f);
+    to[r * ld + j] = to_bf16(t < length && v < p.V ? p.d_o[token_at(p, p.V, b, t, h, v)] : 0.0f);
   }
 }
 
@@ -787,7 +811,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     x = !dht_ignored && k < p.K && v < p.V ? p.dht[state_offset(p.H, p.K, p.V, b, h, k, v)] : 0.0f;
   });
 
-  for (int c = num_chunks - 1; c >= 0; --c) {
+  for (int c = seq_chunks(p, b, num_chunks) - 1; c >= 0; --c) {
     const std::size_t n = slab(bh, num_chunks, c);
     __syncthreads();  // the chunk after's reads of shared memory are over
     copy_rows(M, L::kD, s.M + n * kC * kC, kC, kC, kC);
@@ -906,6 +930,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   bf16* dX = dO + kC * L::kV;                    // [i][v]
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
+  const int length = seq_length(p, b);
+  if (t0 >= length) return;  // past a shorter packed sequence's end
   const std::size_t n = slab(bh, num_chunks, c);
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
@@ -956,8 +982,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
       none_b,
       [&](int r, int j, float x) {
         dX[r * L::kV + j] = to_bf16(x);
-        if (t0 + r < p.T && j < p.V) {
-          const std::size_t at = token_offset(p.T, p.H, p.V, b, t0 + r, h, j);
+        if (t0 + r < length && j < p.V) {
+          const std::size_t at = token_at(p, p.V, b, t0 + r, h, j);
           p.dw[at] = x * read_input<In>(p.v, at);
           p.dv[at] = x * read_input<In>(p.w, at);
         }
@@ -1059,6 +1085,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   float* ends = reinterpret_cast<float*>(dA + kC * L::kD);
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
+  const int length = seq_length(p, b);
+  if (t0 >= length) return;  // past a shorter packed sequence's end
   const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
@@ -1132,8 +1160,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         dKs[r * L::kF + k] = dy * beta * E + bk * beta + dkdec * D;
         dGs[r * L::kF + k] = (dqg * E + qm) * q + (dy * E + bk) * beta * key - dkdec * key * D;
         end[j][e & 1] += dkdec * key * D;
-        if (t0 + r < p.T && k < p.K) {
-          const std::size_t at = token_offset(p.T, p.H, p.K, b, t0 + r, h, k);
+        if (t0 + r < length && k < p.K) {
+          const std::size_t at = token_at(p, p.K, b, t0 + r, h, k);
           p.dq[at] = dqg * E + qm;
           p.db[at] = (bk + dy * E) * key;
         }
@@ -1187,8 +1215,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
           ka += f(dA, r * L::kD + i) * e_ri * f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k);
         }
         dGs[i * L::kF + k] -= (km + ka) * f(Kk, i * L::kH + k);
-        if (t0 + i < p.T && k < p.K)
-          p.dk[token_offset(p.T, p.H, p.K, b, t0 + i, h, k)] = dKs[i * L::kF + k] + km + ka;
+        if (t0 + i < length && k < p.K)
+          p.dk[token_at(p, p.K, b, t0 + i, h, k)] = dKs[i * L::kF + k] + km + ka;
       }
   }
   __syncthreads();
@@ -1200,8 +1228,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
     for (int R = 0; R < kBlocks; ++R) running += ends[R * KP + k];
     for (int r = kC - 1; r >= 0; --r) {
       running += dGs[r * L::kF + k];
-      if (t0 + r < p.T && k < p.K)
-        p.dg[token_offset(p.T, p.H, p.K, b, t0 + r, h, k)] =
+      if (t0 + r < length && k < p.K)
+        p.dg[token_at(p, p.K, b, t0 + r, h, k)] =
             DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
     }
   }

@@ -7,7 +7,9 @@
 // and dht and every gradient are f32 (db and dw in gdn2 form). No allocation
 // and no synchronisation: the caller owns the scratch
 // (deltaproof_tc_scratch_bytes, deltaproof_tc_scratch_bytes_backward) and the
-// stream.
+// stream. Packed sequences (cu_seqlens) run natively: each sequence's chunks
+// start at its first token, and a chunk past a shorter sequence's end is
+// skipped (its block returns at once), never computed as padding.
 #include <cstddef>
 #include <cstdio>
 #include <exception>
@@ -27,6 +29,12 @@ struct deltaproof_tc_problem {
   const float* h0;
   float* o;
   float* ht;
+  // Packed sequences (FLA's varlen), or null: B + 1 ints in device memory, and
+  // then B is the number of sequences, T the longest one's length (a longer
+  // sequence is cut at T), sequence b the rows [cu_seqlens[b], cu_seqlens[b+1])
+  // of token tensors [1, cu_seqlens[B], H, width]; h0, ht and the state
+  // gradients stay [B,H,K,V], one per sequence.
+  const int* cu_seqlens;
 };
 
 struct deltaproof_tc_gradients {
@@ -41,7 +49,7 @@ deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_prob
   p.input = c.bf16_inputs ? deltaproof::kernels::cuda::InputType::bf16
                           : deltaproof::kernels::cuda::InputType::f32;
   p.q = c.q, p.k = c.k, p.v = c.v, p.g = c.g, p.b = c.b, p.w = c.w, p.h0 = c.h0;
-  p.o = c.o, p.ht = c.ht;
+  p.o = c.o, p.ht = c.ht, p.cu_seqlens = c.cu_seqlens;
   return p;
 }
 

@@ -6,7 +6,8 @@
 // poisoned with NaN) and that a second run gives the same bits. Shapes: one
 // token; exact chunks with B > 1 and H > 2; K and V off the multiple of 8 (the
 // element-by-element loads) and off the padded widths 64 and 128; bf16 inputs;
-// the stress and mild regimes; every op.
+// the stress and mild regimes; every op. And packed sequences against each
+// sequence run alone.
 //
 // Built where nvcc is, run where a GPU is: ctest --test-dir build -L gpu
 // (labels cuda;gpu). Where no GPU is, every test is skipped, never passed.
@@ -101,6 +102,64 @@ INSTANTIATE_TEST_SUITE_P(
         TcCase{"k128_v64_mild_kda", Op::kda, 1, 300, 1, 128, 64, oracle::Regime::mild, DType::BF16},
         TcCase{"k32_v16_gdn", Op::gdn, 2, 129, 2, 32, 16, oracle::Regime::default_, DType::F32}),
     [](const ::testing::TestParamInfo<TcCase>& info) { return std::string(info.param.name); });
+
+// Packed sequences run natively (DeviceProblem::cu_seqlens): each sequence's
+// outputs and gradients are, bit for bit, those of the sequence run alone as a
+// dense batch of one, so its chunks start at its first token, no token of a
+// neighbour leaks in, and its state is its own. Lengths: one token, an exact
+// chunk, chunk tails, and the longest setting the grid.
+TEST(CudaTcPacked, EachSequenceBitForBitAsItsOwnDenseRun) {
+  if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  for (const Op op : {Op::gdn2, Op::kda}) {
+    oracle::FixtureSpec spec;
+    spec.op = op;
+    spec.B = 1, spec.T = 330, spec.H = 2, spec.K = 64, spec.V = 32;
+    spec.chunk = 64;
+    spec.dtype = DType::BF16;
+    spec.seed = 11;
+    spec.cu_seqlens = {0, 1, 65, 200, 201, 330};
+    const kernels::KernelShape shape = gates::kernel_shape(spec);
+    const Buffers inputs = gates::kernel_inputs(oracle::draw_problem(spec));
+    const kernels::Backend& tc = kernels::find_backend("cuda-tc");
+    Buffers packed = kernels::allocate_outputs(shape, Phase::bwd, NAN);
+    kernels::ExecutionRecord record;
+    tc.run(shape, inputs, Phase::bwd, packed, record);
+    EXPECT_TRUE(record.ran("layout:packed"));
+
+    for (std::size_t n = 0; n + 1 < spec.cu_seqlens.size(); ++n) {
+      const int begin = static_cast<int>(spec.cu_seqlens[n]);
+      const int end = static_cast<int>(spec.cu_seqlens[n + 1]);
+      oracle::FixtureSpec alone = spec;
+      alone.cu_seqlens.clear();
+      alone.T = end - begin;
+      const kernels::KernelShape dense = gates::kernel_shape(alone);
+      // sequence n's slice of a packed tensor: its tokens, or its state
+      auto slice = [&](const std::string& name, const std::vector<float>& x) {
+        const int width = kernels::tensor_width(shape, name);
+        if (width < 0) {
+          const std::size_t size = x.size() / (spec.cu_seqlens.size() - 1);
+          return std::vector<float>(x.begin() + n * size, x.begin() + (n + 1) * size);
+        }
+        const std::size_t row = static_cast<std::size_t>(spec.H) * (width == 0 ? 1 : width);
+        return std::vector<float>(x.begin() + begin * row, x.begin() + end * row);
+      };
+      Buffers one_in;
+      for (const auto& [name, x] : inputs) one_in[name] = slice(name, x);
+      Buffers one = kernels::allocate_outputs(dense, Phase::bwd, NAN);
+      tc.run(dense, one_in, Phase::bwd, one, record);
+      for (const auto& [name, x] : packed) {
+        const std::vector<float> mine = slice(name, x);
+        ASSERT_EQ(mine.size(), one.at(name).size()) << name;
+        int unwritten = 0;
+        for (float v : mine) unwritten += std::isnan(v) ? 1 : 0;
+        EXPECT_EQ(unwritten, 0) << op_name(op) << " sequence " << n << ": " << name;
+        EXPECT_EQ(std::memcmp(mine.data(), one.at(name).data(), mine.size() * sizeof(float)), 0)
+            << op_name(op) << " sequence " << n << " (tokens " << begin << ".." << end
+            << "): " << name << " differs from the sequence run alone";
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace deltaproof::testing
