@@ -97,6 +97,17 @@ def minimum_bytes(B, T, H, K, V, kda):
     return 2 * (3 * tk + tv + gates + tv) + 4 * 2 * state
 
 
+def write_json(path, device, torch_version, fla_version, rows, sets):
+    """The figures so far, written atomically (a temporary file, then a rename)."""
+    out = {"device": device, "torch": torch_version, "fla": fla_version, "rows": rows,
+           "method": "CUDA events around each call, median of --repeats after warm-up, "
+                     f"{sets} input sets rotated; FLA fully autotuned"}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=2)
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", required=True, help="libdeltaproof_tc.so (build/lib)")
@@ -404,18 +415,12 @@ def main():
                 print(f"{op}: gradient agreement with FLA: " +
                       ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
             print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
+            if args.json:  # after every row: a run cut off keeps what it measured
+                write_json(args.json, props.name, torch.__version__,
+                           getattr(fla, "__version__", "?"), rows, args.sets)
             del sets
             torch.cuda.empty_cache()
 
-    if args.json:
-        out = {"device": props.name, "torch": torch.__version__,
-               "fla": getattr(fla, "__version__", "?"), "rows": rows,
-               "method": "CUDA events around each call, median of --repeats after warm-up, "
-                         f"{args.sets} input sets rotated; FLA fully autotuned"}
-        tmp = args.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=2)
-        os.replace(tmp, args.json)
 
 
 if __name__ == "__main__":
