@@ -62,7 +62,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -516,16 +515,16 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 }
 
 // ---------------------------------------------------------------------------
-// fwd.inter: the state recurrence over chunks, a tile of VT state columns
+// fwd.inter: the state recurrence over chunks, a tile of kVTile state columns
 // per block. Warp w holds rows [w KP/4, (w+1) KP/4) of S in registers (f32).
 // ---------------------------------------------------------------------------
 
-// A warp's part of a KP x VT state tile in registers (f32): fwd.inter's S and
-// bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
-template <int KP, int VT>
+// A warp's part of a KP x kVTile state tile in registers (f32): fwd.inter's S
+// and bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
+template <int KP>
 struct StateTile {
   static constexpr int kRows = KP / 4, kMT = kRows / mma::kM;
-  static constexpr int kNT = VT / mma::kN;
+  static constexpr int kNT = TcConfig::kVTile / mma::kN;
   Acc a[kMT][kNT];
   // body(element, k, j) for each of the warp's elements: row k of the state,
   // column j of the block's tile.
@@ -544,9 +543,9 @@ struct StateTile {
   }
 };
 
-template <int KP, int VT>
+template <int KP>
 struct StateLayout {
-  static constexpr int kVT = VT;
+  static constexpr int kVT = TcConfig::kVTile;
   static constexpr int kW = KP + kPad;   // rows of Wt and S^T
   static constexpr int kD = kC + kPad;   // rows of Kdec^T and U^T
   static constexpr int kU = kVT + kPad;  // rows of the Ut tile
@@ -555,10 +554,10 @@ struct StateLayout {
   static constexpr std::size_t kBytes = 2 * kBufferBytes + sizeof(bf16) * kVT * (kW + kD);
 };
 
-template <int KP, int VP, int VT>
+template <int KP, int VP>
 __global__ void __launch_bounds__(TcConfig::kStateThreads)
     tc_fwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = StateLayout<KP, VT>;
+  using L = StateLayout<KP>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
   // Two buffers of a chunk's operands: chunk c + 1's arrive while c is used.
@@ -600,7 +599,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_commit();
   };
 
-  StateTile<KP, VT> S;
+  StateTile<KP> S;
   auto for_state = [&](auto body) { S.for_each(body); };
   auto load_h0 = [&] {
     const bool ignored = DP_FAULT(p.faults, h0_ignored);
@@ -619,13 +618,6 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_wait_all();
     __syncthreads();
     if (c + 1 < chunks) fetch(c + 1, buffer((c + 1) & 1));
-    if (c + 2 < chunks) {  // the chunk after next asked into L2 (as bwd.bk2's)
-      const std::size_t m = slab(bh, num_chunks, c + 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.Wt + m * kC * KP), kC * KP / 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.KdecT + m * KP * kC), KP * kC / 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.Ut + m * kC * VP), kC * VP / 2);
-      prefetch_l2(s.decay_end + m * KP, KP);
-    }
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
@@ -770,33 +762,9 @@ __device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int
   }
 }
 
-// What bwd.bk2 reads of slab n (M, Kdec^T, Qg, Wt, the chunk-end decays) and
-// of dO's rows t0 .. t0 + 63, asked into L2 while the chunk after is worked
-// on: the recurrence waits on each chunk's loads in turn, and at one block a
-// head-tile (B1 T32768 H16) those waits on device memory were its time.
-template <int KP>
-__device__ inline void prefetch_chunk_l2(const DeviceProblem& p, const TcScratch& s, int b, int h,
-                                         std::size_t n, int t0) {
-  // the block's threads share each buffer's 128-byte lines
-  auto lines = [](const void* at, std::size_t bytes) {
-    prefetch_l2(static_cast<const float*>(at), bytes / sizeof(float));
-  };
-  lines(s.M + n * kC * kC, sizeof(bf16) * kC * kC);
-  lines(s.KdecT + n * KP * kC, sizeof(bf16) * KP * kC);
-  lines(s.Qg + n * kC * KP, sizeof(bf16) * kC * KP);
-  lines(s.Wt + n * kC * KP, sizeof(bf16) * kC * KP);
-  lines(s.decay_end + n * KP, sizeof(float) * KP);
-  // dO: thread r takes row r's lines
-  const int rows = min(kC, seq_length(p, b) - t0);
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-    const float* row = p.d_o + token_at(p, p.V, b, t0 + r, h, 0);
-    for (int i = 0; i < p.V; i += 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + i));
-  }
-}
-
 // ---------------------------------------------------------------------------
 // bwd.bk2 and the glue: the reverse recurrence over chunks for dS, the twin
-// of fwd.inter, a tile of VT state columns per block. Warp w holds rows
+// of fwd.inter, a tile of kVTile state columns per block. Warp w holds rows
 // [w KP/4, (w+1) KP/4) of dS in registers (f32). Per chunk, last to first,
 // with dS = dS_end the gradient wrt the chunk's end state (dht for the last):
 //   dU  = M^T dO + Kdec dS_end                       (stored, bf16)
@@ -805,9 +773,9 @@ __device__ inline void prefetch_chunk_l2(const DeviceProblem& p, const TcScratch
 // first chunk's dS0.
 // ---------------------------------------------------------------------------
 
-template <int KP, int VT>
+template <int KP>
 struct Bk2Layout {
-  static constexpr int kVT = VT;
+  static constexpr int kVT = TcConfig::kVTile;
   static constexpr int kW = KP + kPad;   // rows of Qg, Wt and dS^T
   static constexpr int kD = kC + kPad;   // rows of M and Kdec^T
   static constexpr int kO = kVT + kPad;  // rows of the dO and dU tiles
@@ -816,10 +784,10 @@ struct Bk2Layout {
       sizeof(float) * KP;
 };
 
-template <int KP, int VP, int VT>
+template <int KP, int VP>
 __global__ void __launch_bounds__(TcConfig::kStateThreads)
     tc_bwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = Bk2Layout<KP, VT>;
+  using L = Bk2Layout<KP>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
   float* decay_end = reinterpret_cast<float*>(shared);
@@ -835,7 +803,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
-  StateTile<KP, VT> dS;
+  StateTile<KP> dS;
   auto for_state = [&](auto body) { dS.for_each(body); };
   const bool dht_ignored = DP_FAULT(p.faults, dht_ignored);
   for_state([&](float& x, int k, int j) {
@@ -853,7 +821,6 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     for (int idx = tid; idx < KP / 4; idx += blockDim.x)
       mma::copy_async_16(decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
     mma::copy_async_commit();
-    if (c > 0) prefetch_chunk_l2<KP>(p, s, b, h, slab(bh, num_chunks, c - 1), (c - 1) * kC);
     load_dO(p, b, h, c * kC, v0, kVT, dO, L::kO);
     for_state([&](float& x, int k, int j) { dST[j * L::kW + k] = to_bf16(x); });
     mma::copy_async_wait_all();
@@ -1282,48 +1249,12 @@ void allow_shared(Kernel kernel, std::size_t bytes, const char* what, const Devi
              what, p);
 }
 
-// The state kernels' tile width (fwd.inter, bwd.bk2): kVTile columns a block,
-// or kNarrowVTile where B H VP / kVTile tiles would leave streaming
-// multiprocessors idle (B1 H16 V128: 64 tiles for 132 SMs), since each block
-// walks its sequence's chunks one after another. The same bits either way
-// (each column's sums run in the same order). DELTAPROOF_TC_STATE_TILE=16 or
-// 32 forces one (the tests run both on small shapes).
-int state_tile(const DeviceProblem& p, int VP) {
-  static const int forced = [] {
-    const char* text = std::getenv("DELTAPROOF_TC_STATE_TILE");
-    if (!text || !*text) return 0;
-    const std::string value = text;
-    if (value != std::to_string(TcConfig::kVTile) &&
-        value != std::to_string(TcConfig::kNarrowVTile))
-      throw std::runtime_error("DELTAPROOF_TC_STATE_TILE is '" + value + "': it takes " +
-                               std::to_string(TcConfig::kNarrowVTile) + " or " +
-                               std::to_string(TcConfig::kVTile));
-    return std::stoi(value);
-  }();
-  if (forced) return forced;
-  static const int sms = [] {
-    int device = 0, count = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-      return 0;
-    return count;
-  }();
-  return p.B * p.H * (VP / TcConfig::kVTile) < sms ? TcConfig::kNarrowVTile : TcConfig::kVTile;
-}
-
-// run(VT) with the state tile's width as an integral constant.
-template <class Run>
-void with_state_tile(const DeviceProblem& p, int VP, Run run) {
-  if (state_tile(p, VP) == TcConfig::kNarrowVTile)
-    return run(std::integral_constant<int, TcConfig::kNarrowVTile>{});
-  return run(std::integral_constant<int, TcConfig::kVTile>{});
-}
-
 template <class In, int KP, int VP>
 void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream, LaunchLog* log,
                     bool synchronous, unsigned stages) {
   const int num_chunks = (p.T + kC - 1) / kC;
   const dim3 chunk_grid(num_chunks, p.B * p.H);
+  const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
   auto check = [&](const char* what) {
     CUDA_CHECK(cudaGetLastError(), what, p);
     if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
@@ -1332,10 +1263,7 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   // thread comes first (a static's initialisation; retried if it threw)
   static const bool ready = [&] {
     allow_shared(tc_fwd_intra<In, KP, VP>, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
-    allow_shared(tc_fwd_state<KP, VP, TcConfig::kVTile>, StateLayout<KP, TcConfig::kVTile>::kBytes,
-                 "tc_fwd_state", p);
-    allow_shared(tc_fwd_state<KP, VP, TcConfig::kNarrowVTile>,
-                 StateLayout<KP, TcConfig::kNarrowVTile>::kBytes, "tc_fwd_state", p);
+    allow_shared(tc_fwd_state<KP, VP>, StateLayout<KP>::kBytes, "tc_fwd_state", p);
     allow_shared(tc_fwd_output<KP, VP>, OutputLayout<KP, VP>::kBytes, "tc_fwd_output", p);
     return true;
   }();
@@ -1348,11 +1276,8 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
     if (log) log->note("fwd.intra", "tc_fwd_intra");
   }
   if (stages & kTcState) {
-    with_state_tile(p, VP, [&](auto tile) {
-      constexpr int VT = decltype(tile)::value;
-      tc_fwd_state<KP, VP, VT><<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
-                                 StateLayout<KP, VT>::kBytes, stream>>>(p, s, num_chunks);
-    });
+    tc_fwd_state<KP, VP><<<state_grid, TcConfig::kStateThreads, StateLayout<KP>::kBytes, stream>>>(
+        p, s, num_chunks);
     check("tc_fwd_state");
     if (log) log->note("fwd.inter", "tc_fwd_state");
   }
@@ -1370,26 +1295,21 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
                      LaunchLog* log, bool synchronous, unsigned stages) {
   const int num_chunks = (p.T + kC - 1) / kC;
   const dim3 chunk_grid(num_chunks, p.B * p.H);
+  const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
   auto check = [&](const char* what) {
     CUDA_CHECK(cudaGetLastError(), what, p);
     if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
   };
   static const bool ready = [&] {
-    allow_shared(tc_bwd_state<KP, VP, TcConfig::kVTile>, Bk2Layout<KP, TcConfig::kVTile>::kBytes,
-                 "tc_bwd_state", p);
-    allow_shared(tc_bwd_state<KP, VP, TcConfig::kNarrowVTile>,
-                 Bk2Layout<KP, TcConfig::kNarrowVTile>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_state<KP, VP>, Bk2Layout<KP>::kBytes, "tc_bwd_state", p);
     allow_shared(tc_bwd_products<In, KP, VP>, ProductsLayout<KP, VP>::kBytes, "tc_bwd_products", p);
     allow_shared(tc_bwd_tokens<In, KP>, TokensLayout<KP>::kBytes, "tc_bwd_tokens", p);
     return true;
   }();
   (void)ready;
   if (stages & kTcBk2) {
-    with_state_tile(p, VP, [&](auto tile) {
-      constexpr int VT = decltype(tile)::value;
-      tc_bwd_state<KP, VP, VT><<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
-                                 Bk2Layout<KP, VT>::kBytes, stream>>>(p, s, num_chunks);
-    });
+    tc_bwd_state<KP, VP>
+        <<<state_grid, TcConfig::kStateThreads, Bk2Layout<KP>::kBytes, stream>>>(p, s, num_chunks);
     check("tc_bwd_state");
     if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
   }
