@@ -1,6 +1,6 @@
 #!/bin/bash
 # The device call for kernels/cuda/pending/issue38-state-kernels.patch (issue 38): applied and
-# built elsewhere, its binaries in .carry/v8 (deltaproof, cuda_tc_stages_tests, cuda_tc_tests,
+# built elsewhere (issue38-state-kernels.build.sh), its binaries in .carry/v8 (deltaproof, cuda_tc_stages_tests, cuda_tc_tests,
 # libtc_new.so: the patch's; cuda_tc_tests_red: with the -red patch on top; libtc_old.so: main's
 # library without it; each stripped and xz'd), FLA's fla/ as .carry/fla.tar.xz. About 16 MB of
 # carry: move reports/gpu/*/ out of the working tree for the call (the tree's limit), back after.
