@@ -1,13 +1,14 @@
 #!/bin/bash
-# The device call for kernels/cuda/pending/issue38-state-kernels.patch (issue 38): applied and
-# built elsewhere (issue38-state-kernels.build.sh), its binaries in .carry/v8 (deltaproof, cuda_tc_stages_tests, cuda_tc_tests,
-# libtc_new.so: the patch's; cuda_tc_tests_red: with the -red patch on top; libtc_old.so: main's
-# library without it; each stripped and xz'd), FLA's fla/ as .carry/fla.tar.xz. About 16 MB of
-# carry: move reports/gpu/*/ out of the working tree for the call (the tree's limit), back after.
+# The device call for kernels/cuda/pending/issue38-state-kernels.patch (issue 38), built by
+# issue38-state-kernels.build.sh into .carry/v8: deltaproof, cuda_tc_stages_tests, cuda_tc_tests
+# and libtc_new.so, the patch's; cuda_tc_tests_red, with the -red patch on top; libtc_old.so,
+# main's library; each stripped and xz'd; FLA's fla/ as .carry/fla.tar.xz. About 17 MB of carry:
+# move reports/gpu/*/ out of the working tree for the call (the tree's limit), back after.
 # In order of what matters if the call is cut short:
-#   1. correctness under every state-kernel variant (DELTAPROOF_TC_STATE_TILE 16|32 x
-#      DELTAPROOF_TC_BK2_BUFFERS 1|2): stage tests and end-to-end tests; cuda-tc's gates
-#      (default choice and the other bk2 variant);
+#   1. the variants test red on the red build; the end-to-end tests (CudaTcStateVariants: every
+#      variant the same bits); the stage tests under each variant (DELTAPROOF_TC_STATE_TILE
+#      16|32 x DELTAPROOF_TC_BK2_BUFFERS 1|2); cuda-tc's gates (each shape's own choice, and
+#      with one bk2 buffer);
 #   2. scripts/tc_stages.py, main's library beside the patch's, B4 T4096 and B1 T32768, then
 #      the patch's under each forced variant (which one each shape should pick);
 #   3. compute-sanitizer x4 on both bk2 variants and a packed fixture;
@@ -29,15 +30,14 @@ s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 # the variants test shown red first: cuda_tc_tests_red is built with issue38-state-kernels-red.patch
 # on top (the pipelined bk2 loads the wrong chunk's dO rows), and must fail it
 timeout 60 $v/cuda_tc_tests_red --gtest_filter='CudaTcStateVariants.*' > $out/tc_tests-red.txt 2>&1; s "RED build, CudaTcStateVariants (must fail) exit $?: $(passed $out/tc_tests-red.txt)"
+# the end-to-end tests once (CudaTcStateVariants sets each variant itself), the stage tests under each
+timeout 120 $v/cuda_tc_tests > $out/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $out/tc_tests.txt)"
 for tile in 16 32; do
   for buffers in 1 2; do
-    export DELTAPROOF_TC_STATE_TILE=$tile DELTAPROOF_TC_BK2_BUFFERS=$buffers
     tag=tile$tile-buffers$buffers
-    timeout 120 $v/cuda_tc_stages_tests > $out/stages-$tag.txt 2>&1; s "stages $tag exit $?: $(passed $out/stages-$tag.txt)"
-    timeout 60 $v/cuda_tc_tests > $out/tc_tests-$tag.txt 2>&1; s "cuda_tc_tests $tag exit $?: $(passed $out/tc_tests-$tag.txt)"
+    DELTAPROOF_TC_STATE_TILE=$tile DELTAPROOF_TC_BK2_BUFFERS=$buffers timeout 60 $v/cuda_tc_stages_tests > $out/stages-$tag.txt 2>&1; s "stages $tag exit $?: $(passed $out/stages-$tag.txt)"
   done
 done
-unset DELTAPROOF_TC_STATE_TILE DELTAPROOF_TC_BK2_BUFFERS
 timeout 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $out/gates.json > $out/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $out/gates.txt | tr '\n' ' ')"
 DELTAPROOF_TC_BK2_BUFFERS=1 timeout 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $out/gates-buffers1.json > $out/gates-buffers1.txt 2>&1; s "gates buffers 1 exit $?: $(tail -n 2 $out/gates-buffers1.txt | tr '\n' ' ')"
 
