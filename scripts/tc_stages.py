@@ -4,7 +4,7 @@ the tool for a kernel change, where scripts/tc_vs_fla.py is the one for the comp
 
 Usage (on a machine with an NVIDIA GPU and torch):
     python3 scripts/tc_stages.py --lib build/lib/libdeltaproof_tc.so [--lib OTHER.so ...]
-        [--B 4 --T 4096 --H 16 --K 128 --V 128] [--repeats 20] [--json OUT]
+        [--B 4 --T 4096 --H 16 --K 128 --V 128] [--varlen N] [--repeats 20] [--json OUT]
 
 For each library, on the same bf16 inputs (tc_vs_fla.py's draws, gdn2 form): the forward, the
 forward and backward, then each stage alone on the scratch the last whole run left
@@ -12,6 +12,10 @@ forward and backward, then each stage alone on the scratch the last whole run le
 around each call, the median of --repeats after 3 warm-up calls. Last, o and every gradient
 against the first library's (max|a-b| / max|b|): a changed kernel must agree with the old one
 to the bf16 class's noise (about 1e-2 at most), and a NaN there is a broken build.
+
+--varlen N times N packed sequences instead of the dense batch (tc_vs_fla.py's mixed_lengths:
+uniform in [128, 4096), a fixed draw; --B and --T are then ignored): the tokens in a batch of
+one, the C API's cu_seqlens, one initial and final state per sequence.
 """
 import argparse
 import ctypes
@@ -21,7 +25,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tc_vs_fla import Gradients, Problem  # noqa: E402
+from tc_vs_fla import Gradients, Problem, mixed_lengths  # noqa: E402
 
 STAGES = (("fwd.intra", "forward", 1), ("fwd.inter", "forward", 2), ("fwd.output", "forward", 4),
           ("bwd.bk2", "backward", 8), ("tc_bwd_products", "backward", 16),
@@ -34,15 +38,27 @@ def main():
     ap.add_argument("--lib", action="append", required=True, help="libdeltaproof_tc.so (repeat)")
     for name, default in (("B", 4), ("T", 4096), ("H", 16), ("K", 128), ("V", 128)):
         ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--varlen", type=int, default=0, help="N packed sequences of mixed lengths")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
+    if args.varlen < 0:
+        sys.exit(f"tc_stages.py: --varlen takes a number of sequences, not {args.varlen}")
 
     import torch
     if not torch.cuda.is_available():
         sys.exit("tc_stages.py: no CUDA device")
     B, T, H, K, V = args.B, args.T, args.H, args.K, args.V
     dev, bf = torch.device("cuda"), torch.bfloat16
+    lengths = mixed_lengths(args.varlen) if args.varlen else None
+    # the tensors' batch and tokens; the problem's sequences (N) and longest (T) where packed
+    if lengths:
+        B, T = 1, sum(lengths)
+        offsets = [0]
+        for n in lengths:
+            offsets.append(offsets[-1] + n)
+        cu_seqlens = torch.tensor(offsets, dtype=torch.int32, device=dev)
+    N = len(lengths) if lengths else B
     gen = torch.Generator(device=dev).manual_seed(0)
 
     def normal(*shape):
@@ -55,15 +71,15 @@ def main():
          "k": torch.nn.functional.normalize(normal(B, T, H, K), dim=-1).to(bf),
          "v": normal(B, T, H, V).to(bf), "g": uniform(-0.1, -0.001, B, T, H, K).to(bf),
          "b": uniform(0.05, 0.95, B, T, H, K).to(bf), "w": uniform(0.05, 0.95, B, T, H, V).to(bf),
-         "h0": 0.1 * normal(B, H, K, V), "do": normal(B, T, H, V), "dht": 0.1 * normal(B, H, K, V)}
+         "h0": 0.1 * normal(N, H, K, V), "do": normal(B, T, H, V), "dht": 0.1 * normal(N, H, K, V)}
     o = torch.empty(B, T, H, V, device=dev)
-    ht = torch.empty(B, H, K, V, device=dev)
+    ht = torch.empty(N, H, K, V, device=dev)
     grads = {n: torch.empty(B, T, H, V if n in ("dv", "dw") else K, device=dev)
              for n in GRADIENTS[:-1]}
-    grads["dh0"] = torch.empty(B, H, K, V, device=dev)
-    problem = Problem(B, T, H, K, V, K ** -0.5, 1,
+    grads["dh0"] = torch.empty(N, H, K, V, device=dev)
+    problem = Problem(N, max(lengths) if lengths else T, H, K, V, K ** -0.5, 1,
                       *[x[n].data_ptr() for n in ("q", "k", "v", "g", "b", "w", "h0")],
-                      o.data_ptr(), ht.data_ptr())
+                      o.data_ptr(), ht.data_ptr(), cu_seqlens.data_ptr() if lengths else None)
     gradients = Gradients(x["do"].data_ptr(), x["dht"].data_ptr(),
                           *[grads[n].data_ptr() for n in GRADIENTS])
 
@@ -131,7 +147,9 @@ def main():
 
     if args.json:
         out = {"device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
-               "shape": f"B{B} T{T} H{H} K{K} V{V} bf16 inputs", "repeats": args.repeats,
+               "shape": (f"{N} packed sequences of {min(lengths)}..{max(lengths)} tokens ({T}) "
+                         if lengths else f"B{B} T{T} ") + f"H{H} K{K} V{V} bf16 inputs",
+               "packed sequence lengths": lengths, "repeats": args.repeats,
                "rows": rows}
         with open(args.json + ".tmp", "w") as f:
             json.dump(out, f, indent=2)

@@ -10,7 +10,8 @@
 #      16|32 x DELTAPROOF_TC_BK2_BUFFERS 1|2); cuda-tc's gates (each shape's own choice, and
 #      with one bk2 buffer);
 #   2. scripts/tc_stages.py, main's library beside the patch's, B4 T4096 and B1 T32768, then
-#      the patch's under each forced variant (which one each shape should pick);
+#      the patch's under each forced variant (which one each shape should pick); 16 packed
+#      sequences, the two libraries;
 #   3. compute-sanitizer x4 on both bk2 variants and a packed fixture;
 #   4. ncu (SpeedOfLight, Occupancy, memory and compute workload, hmma and FFMA counts, DRAM
 #      bytes) of every cuda-tc kernel at B4 T4096 and the state kernels at B1 T32768;
@@ -49,6 +50,7 @@ for shape in "--B 4 --T 4096" "--B 1 --T 32768"; do
     DELTAPROOF_TC_STATE_TILE=$1 DELTAPROOF_TC_BK2_BUFFERS=$2 timeout 90 $PY scripts/tc_stages.py --lib $v/libtc_new.so $shape --json $out/tc_stages_${tag}_tile$1_buffers$2.json > $out/tc_stages_${tag}_tile$1_buffers$2.txt 2>&1; s "tc_stages $tag tile $1 buffers $2 exit $?"
   done
 done
+timeout 90 $PY scripts/tc_stages.py --lib $v/libtc_old.so --lib $v/libtc_new.so --varlen 16 --json $out/tc_stages_varlen16.json > $out/tc_stages_varlen16.txt 2>&1; s "tc_stages varlen 16 exit $?"
 grep -H "ms;" $out/tc_stages_*.txt >> $out/summary.txt
 
 for tool in memcheck racecheck initcheck synccheck; do
