@@ -19,13 +19,13 @@ one, the C API's cu_seqlens, one initial and final state per sequence.
 """
 import argparse
 import ctypes
-import json
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tc_vs_fla import Gradients, Problem, mixed_lengths  # noqa: E402
+from tc_vs_fla import (Gradients, Problem, mixed_lengths, sequence_offsets,  # noqa: E402
+                       write_atomically)
 
 STAGES = (("fwd.intra", "forward", 1), ("fwd.inter", "forward", 2), ("fwd.output", "forward", 4),
           ("bwd.bk2", "backward", 8), ("tc_bwd_products", "backward", 16),
@@ -54,10 +54,7 @@ def main():
     # the tensors' batch and tokens; the problem's sequences (N) and longest (T) where packed
     if lengths:
         B, T = 1, sum(lengths)
-        offsets = [0]
-        for n in lengths:
-            offsets.append(offsets[-1] + n)
-        cu_seqlens = torch.tensor(offsets, dtype=torch.int32, device=dev)
+        cu_seqlens = torch.tensor(sequence_offsets(lengths), dtype=torch.int32, device=dev)
     N = len(lengths) if lengths else B
     gen = torch.Generator(device=dev).manual_seed(0)
 
@@ -146,14 +143,11 @@ def main():
             + f" ms; worst disagreement with the first {worst:.2e}", flush=True)
 
     if args.json:
-        out = {"device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
-               "shape": (f"{N} packed sequences of {min(lengths)}..{max(lengths)} tokens ({T}) "
-                         if lengths else f"B{B} T{T} ") + f"H{H} K{K} V{V} bf16 inputs",
-               "packed sequence lengths": lengths, "repeats": args.repeats,
-               "rows": rows}
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(out, f, indent=2)
-        os.replace(args.json + ".tmp", args.json)
+        write_atomically(args.json, {
+            "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
+            "shape": (f"{N} packed sequences of {min(lengths)}..{max(lengths)} tokens ({T}) "
+                      if lengths else f"B{B} T{T} ") + f"H{H} K{K} V{V} bf16 inputs",
+            "packed sequence lengths": lengths, "repeats": args.repeats, "rows": rows})
 
 
 if __name__ == "__main__":

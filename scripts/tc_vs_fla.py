@@ -67,6 +67,22 @@ def mixed_lengths(n, seed=0, lo=128, hi=4096):
     return [rng.randrange(lo, hi) for _ in range(n)]
 
 
+def sequence_offsets(lengths):
+    """cu_seqlens of packed sequences of these lengths: 0, then each one's end."""
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    return offsets
+
+
+def write_atomically(path, figures):
+    """figures as JSON at path, whole or not at all (a temporary file, then a rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(figures, f, indent=2)
+    os.replace(tmp, path)
+
+
 def nominal_flops(B, T, H, K, V, C=64):
     """The chunked algorithm's matrix work, as bench/cuda_bench.cpp counts it (forward)."""
     c, k, v = C, K, V
@@ -95,17 +111,6 @@ def minimum_bytes(B, T, H, K, V, kda):
     tk, tv, state = B * T * H * K, B * T * H * V, B * H * K * V
     gates = B * T * H if kda else tk + tv
     return 2 * (3 * tk + tv + gates + tv) + 4 * 2 * state
-
-
-def write_json(path, device, torch_version, fla_version, rows, sets):
-    """The figures so far, written atomically (a temporary file, then a rename)."""
-    out = {"device": device, "torch": torch_version, "fla": fla_version, "rows": rows,
-           "method": "CUDA events around each call, median of --repeats after warm-up, "
-                     f"{sets} input sets rotated; FLA fully autotuned"}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=2)
-    os.replace(tmp, path)
 
 
 def main():
@@ -283,9 +288,7 @@ def main():
     for B, T, lengths in cases:
         N = len(lengths) if lengths else B
         if lengths:
-            offsets = [0]
-            for n in lengths:
-                offsets.append(offsets[-1] + n)
+            offsets = sequence_offsets(lengths)
             starts = {"int32": torch.tensor(offsets, dtype=torch.int32, device=dev),
                       "int64": torch.tensor(offsets, dtype=torch.int64, device=dev)}
             longest = max(lengths)
@@ -416,11 +419,13 @@ def main():
                       ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
             print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
             if args.json:  # after every row: a run cut off keeps what it measured
-                write_json(args.json, props.name, torch.__version__,
-                           getattr(fla, "__version__", "?"), rows, args.sets)
+                write_atomically(args.json, {
+                    "device": props.name, "torch": torch.__version__,
+                    "fla": getattr(fla, "__version__", "?"), "rows": rows,
+                    "method": "CUDA events around each call, median of --repeats after warm-up, "
+                              f"{args.sets} input sets rotated; FLA fully autotuned"})
             del sets
             torch.cuda.empty_cache()
-
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ cd "$root"
 pending=kernels/cuda/pending
 out=.carry/v8
 work=$(mktemp -d)
-trap 'git worktree remove --force "$work/patch" 2>/dev/null || true; git worktree remove --force "$work/red" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'for w in patch red; do git worktree remove --force "$work/$w" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 mkdir -p "$out"
 build() {  # dir targets...
   local dir=$1
@@ -22,19 +22,22 @@ build() {  # dir targets...
 pack() {  # from to
   strip -o "$out/$2" "$1" && xz -T0 -6 -f "$out/$2"
 }
+worktree() {  # name patches...: a scratch checkout of HEAD with the patches applied
+  local dir=$work/$1
+  shift
+  git worktree add -q --detach "$dir" HEAD
+  for patch in "$@"; do git -C "$dir" apply "$root/$pending/$patch"; done
+}
 echo "main's library (build/)"
 build "$root" deltaproof_tc
 pack build/lib/libdeltaproof_tc.so libtc_old.so
 echo "the patch's binaries"
-git worktree add -q --detach "$work/patch" HEAD
-git -C "$work/patch" apply "$root/$pending/issue38-state-kernels.patch"
+worktree patch issue38-state-kernels.patch
 build "$work/patch" deltaproof deltaproof_tc cuda_tc_stages_tests cuda_tc_tests
 for f in deltaproof cuda_tc_stages_tests cuda_tc_tests; do pack "$work/patch/build/bin/$f" $f; done
 pack "$work/patch/build/lib/libdeltaproof_tc.so" libtc_new.so
 echo "the red build's cuda_tc_tests"
-git worktree add -q --detach "$work/red" HEAD
-git -C "$work/red" apply "$root/$pending/issue38-state-kernels.patch"
-git -C "$work/red" apply "$root/$pending/issue38-state-kernels-red.patch"
+worktree red issue38-state-kernels.patch issue38-state-kernels-red.patch
 build "$work/red" cuda_tc_tests
 pack "$work/red/build/bin/cuda_tc_tests" cuda_tc_tests_red
 if [[ -n ${FLA_GIT_DIR:-} ]]; then
