@@ -123,13 +123,13 @@ def main():
     ap.add_argument("--sets", type=int, default=3, help="input sets rotated call by call")
     ap.add_argument("--no-backward", action="store_true", help="time FLA's forward only")
     ap.add_argument("--json", help="write the figures here")
-    ap.add_argument("--shapes", nargs="+", help="BxT shapes, e.g. 4x4096 1x32768 (instead of "
-                    "--B and --T)")
+    ap.add_argument("--shapes", nargs="*", help="BxT shapes, e.g. 4x4096 1x32768 (instead of "
+                    "--B and --T; none, with --varlen, for the packed case alone)")
     ap.add_argument("--varlen", type=int, default=0,
                     help="also N packed sequences of mixed lengths (FLA's cu_seqlens)")
     args = ap.parse_args()
     cases = []  # (B, T, lengths or None)
-    for text in args.shapes or [f"{args.B}x{args.T}"]:
+    for text in [f"{args.B}x{args.T}"] if args.shapes is None else args.shapes:
         try:
             b_text, t_text = text.lower().split("x")
             cases.append((int(b_text), int(t_text), None))
@@ -138,6 +138,8 @@ def main():
     if args.varlen:
         lengths = mixed_lengths(args.varlen)
         cases.append((1, sum(lengths), lengths))
+    if not cases:
+        sys.exit("tc_vs_fla.py: nothing to time (--shapes with no shape and no --varlen)")
 
     import torch
     if not torch.cuda.is_available():

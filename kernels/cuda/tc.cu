@@ -62,6 +62,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -515,16 +517,16 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 }
 
 // ---------------------------------------------------------------------------
-// fwd.inter: the state recurrence over chunks, a tile of kVTile state columns
+// fwd.inter: the state recurrence over chunks, a tile of VT state columns
 // per block. Warp w holds rows [w KP/4, (w+1) KP/4) of S in registers (f32).
 // ---------------------------------------------------------------------------
 
-// A warp's part of a KP x kVTile state tile in registers (f32): fwd.inter's S
-// and bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
-template <int KP>
+// A warp's part of a KP x VT state tile in registers (f32): fwd.inter's S and
+// bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
+template <int KP, int VT>
 struct StateTile {
   static constexpr int kRows = KP / 4, kMT = kRows / mma::kM;
-  static constexpr int kNT = TcConfig::kVTile / mma::kN;
+  static constexpr int kNT = VT / mma::kN;
   Acc a[kMT][kNT];
   // body(element, k, j) for each of the warp's elements: row k of the state,
   // column j of the block's tile.
@@ -543,9 +545,9 @@ struct StateTile {
   }
 };
 
-template <int KP>
+template <int KP, int VT>
 struct StateLayout {
-  static constexpr int kVT = TcConfig::kVTile;
+  static constexpr int kVT = VT;
   static constexpr int kW = KP + kPad;   // rows of Wt and S^T
   static constexpr int kD = kC + kPad;   // rows of Kdec^T and U^T
   static constexpr int kU = kVT + kPad;  // rows of the Ut tile
@@ -554,10 +556,10 @@ struct StateLayout {
   static constexpr std::size_t kBytes = 2 * kBufferBytes + sizeof(bf16) * kVT * (kW + kD);
 };
 
-template <int KP, int VP>
+template <int KP, int VP, int VT>
 __global__ void __launch_bounds__(TcConfig::kStateThreads)
     tc_fwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = StateLayout<KP>;
+  using L = StateLayout<KP, VT>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
   // Two buffers of a chunk's operands: chunk c + 1's arrive while c is used.
@@ -599,7 +601,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_commit();
   };
 
-  StateTile<KP> S;
+  StateTile<KP, VT> S;
   auto for_state = [&](auto body) { S.for_each(body); };
   auto load_h0 = [&] {
     const bool ignored = DP_FAULT(p.faults, h0_ignored);
@@ -618,6 +620,13 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_wait_all();
     __syncthreads();
     if (c + 1 < chunks) fetch(c + 1, buffer((c + 1) & 1));
+    if (c + 2 < chunks) {  // the chunk after next asked into L2 (as bwd.bk2's)
+      const std::size_t m = slab(bh, num_chunks, c + 2);
+      prefetch_l2(reinterpret_cast<const float*>(s.Wt + m * kC * KP), kC * KP / 2);
+      prefetch_l2(reinterpret_cast<const float*>(s.KdecT + m * KP * kC), KP * kC / 2);
+      prefetch_l2(reinterpret_cast<const float*>(s.Ut + m * kC * VP), kC * VP / 2);
+      prefetch_l2(s.decay_end + m * KP, KP);
+    }
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
@@ -751,20 +760,50 @@ __device__ inline void copy_rows(bf16* to, int ld, const bf16* from, int from_ld
   }
 }
 
+// dO at token t and column v of sequence b (of `length` tokens), head h: zero
+// past the sequence's end and past V.
+__device__ inline float dO_at(const DeviceProblem& p, int b, int h, int length, int t, int v) {
+  return t < length && v < p.V ? p.d_o[token_at(p, p.V, b, t, h, v)] : 0.0f;
+}
+
 // Rows t0 .. t0 + 63 of sequence b's dO, columns [v0, v0 + cols), as bf16 at
-// row stride ld: zeros past the sequence's end and past V.
+// row stride ld (dO_at's zeros).
 __device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int v0, int cols,
                                bf16* to, int ld) {
   const int length = seq_length(p, b);
   for (int idx = threadIdx.x; idx < kC * cols; idx += blockDim.x) {
-    const int r = idx / cols, j = idx % cols, t = t0 + r, v = v0 + j;
-    to[r * ld + j] = to_bf16(t < length && v < p.V ? p.d_o[token_at(p, p.V, b, t, h, v)] : 0.0f);
+    const int r = idx / cols, j = idx % cols;
+    to[r * ld + j] = to_bf16(dO_at(p, b, h, length, t0 + r, v0 + j));
+  }
+}
+
+// What bwd.bk2 reads of slab n (M, Kdec^T, Qg, Wt, the chunk-end decays) and
+// of dO's rows t0 .. t0 + 63, asked into L2 while the chunk after is worked
+// on: the recurrence waits on each chunk's loads in turn, and at one block a
+// head-tile (B1 T32768 H16) those waits on device memory were its time.
+template <int KP>
+__device__ inline void prefetch_chunk_l2(const DeviceProblem& p, const TcScratch& s, int b, int h,
+                                         std::size_t n, int t0) {
+  // the block's threads share each buffer's 128-byte lines
+  auto lines = [](const void* at, std::size_t bytes) {
+    prefetch_l2(static_cast<const float*>(at), bytes / sizeof(float));
+  };
+  lines(s.M + n * kC * kC, sizeof(bf16) * kC * kC);
+  lines(s.KdecT + n * KP * kC, sizeof(bf16) * KP * kC);
+  lines(s.Qg + n * kC * KP, sizeof(bf16) * kC * KP);
+  lines(s.Wt + n * kC * KP, sizeof(bf16) * kC * KP);
+  lines(s.decay_end + n * KP, sizeof(float) * KP);
+  // dO: thread r takes row r's lines
+  const int rows = min(kC, seq_length(p, b) - t0);
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+    const float* row = p.d_o + token_at(p, p.V, b, t0 + r, h, 0);
+    for (int i = 0; i < p.V; i += 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + i));
   }
 }
 
 // ---------------------------------------------------------------------------
 // bwd.bk2 and the glue: the reverse recurrence over chunks for dS, the twin
-// of fwd.inter, a tile of kVTile state columns per block. Warp w holds rows
+// of fwd.inter, a tile of VT state columns per block. Warp w holds rows
 // [w KP/4, (w+1) KP/4) of dS in registers (f32). Per chunk, last to first,
 // with dS = dS_end the gradient wrt the chunk's end state (dht for the last):
 //   dU  = M^T dO + Kdec dS_end                       (stored, bf16)
@@ -773,37 +812,85 @@ __device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int
 // first chunk's dS0.
 // ---------------------------------------------------------------------------
 
-template <int KP>
+// Buffers = 1: each chunk's operands are loaded when its turn comes (with the
+// chunk before asked into L2). Buffers = 2: two sets of them, chunk c - 1's
+// copied (cp.async) and its dO rows loaded into registers while c is worked
+// on, as fwd.inter does; one block an SM, for grids of at most one wave.
+template <int KP, int VT, int Buffers>
 struct Bk2Layout {
-  static constexpr int kVT = TcConfig::kVTile;
+  static_assert(Buffers == 1 || Buffers == 2, "one or two operand buffers");
+  static constexpr int kVT = VT;
   static constexpr int kW = KP + kPad;   // rows of Qg, Wt and dS^T
   static constexpr int kD = kC + kPad;   // rows of M and Kdec^T
   static constexpr int kO = kVT + kPad;  // rows of the dO and dU tiles
+  // one chunk's operands: the chunk-end decays, M, Kdec^T, Qg, Wt
+  static constexpr std::size_t kBufferBytes =
+      sizeof(float) * KP + sizeof(bf16) * (kC * kD + KP * kD + 2 * kC * kW);
+  static_assert(kBufferBytes % 16 == 0, "each buffer starts 16-byte aligned");
   static constexpr std::size_t kBytes =
-      sizeof(bf16) * (kC * kD + KP * kD + 2 * kC * kW + 2 * kC * kO + kVT * kW) +
-      sizeof(float) * KP;
+      Buffers * kBufferBytes + sizeof(bf16) * (2 * kC * kO + kVT * kW);
+  // dO's elements a thread holds for the chunk after (Buffers = 2)
+  static constexpr int kDoPerThread = kC * kVT / TcConfig::kStateThreads;
+  static_assert(kC * kVT % TcConfig::kStateThreads == 0, "dO's tile shared evenly");
 };
 
-template <int KP, int VP>
-__global__ void __launch_bounds__(TcConfig::kStateThreads)
+template <int KP, int VP, int VT, int Buffers>
+__global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
     tc_bwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = Bk2Layout<KP>;
+  using L = Bk2Layout<KP, VT, Buffers>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
-  float* decay_end = reinterpret_cast<float*>(shared);
-  bf16* M = reinterpret_cast<bf16*>(decay_end + KP);  // [r][i]
-  bf16* KdecT = M + kC * L::kD;                       // [k][i]
-  bf16* Qg = KdecT + KP * L::kD;                      // [r][k]
-  bf16* Wt = Qg + kC * L::kW;                         // [i][k]
-  bf16* dO = Wt + kC * L::kW;                         // [r][v], the tile's columns
-  bf16* dU = dO + kC * L::kO;                         // [i][v]
-  bf16* dST = dU + kC * L::kO;                        // dS_end^T, [v][k]
+  struct Buffer {
+    float* decay_end;
+    bf16 *M, *KdecT, *Qg, *Wt;  // [r][i], [k][i], [r][k], [i][k]
+  };
+  auto buffer = [&](int parity) {
+    Buffer at;
+    at.decay_end = reinterpret_cast<float*>(shared + (Buffers == 2 ? parity : 0) * L::kBufferBytes);
+    at.M = reinterpret_cast<bf16*>(at.decay_end + KP);
+    at.KdecT = at.M + kC * L::kD;
+    at.Qg = at.KdecT + KP * L::kD;
+    at.Wt = at.Qg + kC * L::kW;
+    return at;
+  };
+  bf16* dO = reinterpret_cast<bf16*>(shared + Buffers * L::kBufferBytes);  // [r][v], the tile's
+  bf16* dU = dO + kC * L::kO;                                              // [i][v]
+  bf16* dST = dU + kC * L::kO;                                             // dS_end^T, [v][k]
 
   const int v0 = blockIdx.x * kVT, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
+  const int length = seq_length(p, b);
 
-  StateTile<KP> dS;
+  auto fetch = [&](int c, const Buffer& to) {
+    const std::size_t n = slab(bh, num_chunks, c);
+    copy_rows(to.M, L::kD, s.M + n * kC * kC, kC, kC, kC);
+    copy_rows(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC, KP, kC);
+    copy_rows(to.Qg, L::kW, s.Qg + n * kC * KP, KP, kC, KP);
+    copy_rows(to.Wt, L::kW, s.Wt + n * kC * KP, KP, kC, KP);
+    for (int idx = tid; idx < KP / 4; idx += blockDim.x)
+      mma::copy_async_16(to.decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
+    mma::copy_async_commit();
+  };
+  // Buffers = 2: chunk c's dO tile in registers, element i of thread tid at
+  // row (tid + i 128) / kVT, column (tid + i 128) % kVT (dO_at's zeros).
+  float next_dO[Buffers == 2 ? L::kDoPerThread : 1];
+  auto load_next_dO = [&](int c) {
+#pragma unroll
+    for (int i = 0; i < L::kDoPerThread; ++i) {
+      const int idx = tid + i * TcConfig::kStateThreads;
+      next_dO[i] = dO_at(p, b, h, length, c * kC + idx / kVT, v0 + idx % kVT);
+    }
+  };
+  auto store_next_dO = [&] {
+#pragma unroll
+    for (int i = 0; i < L::kDoPerThread; ++i) {
+      const int idx = tid + i * TcConfig::kStateThreads;
+      dO[idx / kVT * L::kO + idx % kVT] = to_bf16(next_dO[i]);
+    }
+  };
+
+  StateTile<KP, VT> dS;
   auto for_state = [&](auto body) { dS.for_each(body); };
   const bool dht_ignored = DP_FAULT(p.faults, dht_ignored);
   for_state([&](float& x, int k, int j) {
@@ -811,20 +898,33 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     x = !dht_ignored && k < p.K && v < p.V ? p.dht[state_offset(p.H, p.K, p.V, b, h, k, v)] : 0.0f;
   });
 
-  for (int c = seq_chunks(p, b, num_chunks) - 1; c >= 0; --c) {
+  const int last = seq_chunks(p, b, num_chunks) - 1;
+  if constexpr (Buffers == 2) {
+    if (last >= 0) fetch(last, buffer(last & 1)), load_next_dO(last);
+  }
+  for (int c = last; c >= 0; --c) {
     const std::size_t n = slab(bh, num_chunks, c);
+    const Buffer in = buffer(c & 1);
     __syncthreads();  // the chunk after's reads of shared memory are over
-    copy_rows(M, L::kD, s.M + n * kC * kC, kC, kC, kC);
-    copy_rows(KdecT, L::kD, s.KdecT + n * KP * kC, kC, KP, kC);
-    copy_rows(Qg, L::kW, s.Qg + n * kC * KP, KP, kC, KP);
-    copy_rows(Wt, L::kW, s.Wt + n * kC * KP, KP, kC, KP);
-    for (int idx = tid; idx < KP / 4; idx += blockDim.x)
-      mma::copy_async_16(decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
-    mma::copy_async_commit();
-    load_dO(p, b, h, c * kC, v0, kVT, dO, L::kO);
+    if constexpr (Buffers == 1) {
+      fetch(c, in);
+      if (c > 0) prefetch_chunk_l2<KP>(p, s, b, h, slab(bh, num_chunks, c - 1), (c - 1) * kC);
+      load_dO(p, b, h, c * kC, v0, kVT, dO, L::kO);
+    } else {
+      store_next_dO();
+    }
     for_state([&](float& x, int k, int j) { dST[j * L::kW + k] = to_bf16(x); });
     mma::copy_async_wait_all();
     __syncthreads();
+    if constexpr (Buffers == 2) {
+      // chunk c - 1's operands into the other buffer (last read by chunk c + 1,
+      // before the barrier above) and its dO rows into registers, while c runs;
+      // chunk c - 2's asked into L2
+      if (c > 0) fetch(c - 1, buffer((c - 1) & 1)), load_next_dO(c - 1);
+      if (c > 1) prefetch_chunk_l2<KP>(p, s, b, h, slab(bh, num_chunks, c - 2), (c - 2) * kC);
+    }
+    const float* decay_end = in.decay_end;
+    const bf16 *M = in.M, *KdecT = in.KdecT, *Qg = in.Qg, *Wt = in.Wt;
     for (int idx = tid; idx < kVT * KP / 8; idx += blockDim.x) {
       const int v = idx / (KP / 8), x = idx % (KP / 8) * 8;
       *reinterpret_cast<uint4*>(s.dS_endT + n * VP * KP + (v0 + v) * KP + x) =
@@ -1249,12 +1349,70 @@ void allow_shared(Kernel kernel, std::size_t bytes, const char* what, const Devi
              what, p);
 }
 
+// The value an environment variable forces, one of `allowed`, or 0 where it
+// is unset or empty; throws naming the variable where it is anything else.
+int forced_choice(const char* variable, std::initializer_list<int> allowed) {
+  const char* text = std::getenv(variable);
+  if (!text || !*text) return 0;
+  const std::string value = text;
+  std::string names;
+  for (int a : allowed) {
+    if (value == std::to_string(a)) return a;
+    names += (names.empty() ? "" : " or ") + std::to_string(a);
+  }
+  throw std::runtime_error(std::string(variable) + " is '" + value + "': it takes " + names);
+}
+
+// The current device's streaming multiprocessors (0 where it cannot be asked).
+int sm_count() {
+  static const int sms = [] {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+      return 0;
+    return count;
+  }();
+  return sms;
+}
+
+// The state kernels' tile width (fwd.inter, bwd.bk2): kVTile columns a block,
+// or kNarrowVTile where B H VP / kVTile tiles would leave streaming
+// multiprocessors idle (B1 H16 V128: 64 tiles for 132 SMs), since each block
+// walks its sequence's chunks one after another. The same bits either way
+// (each column's sums run in the same order). DELTAPROOF_TC_STATE_TILE=16 or
+// 32 forces one, read at each launch (CudaTcStateVariants sets it).
+int state_tile(const DeviceProblem& p, int VP) {
+  const int forced =
+      forced_choice("DELTAPROOF_TC_STATE_TILE", {TcConfig::kNarrowVTile, TcConfig::kVTile});
+  if (forced) return forced;
+  return p.B * p.H * (VP / TcConfig::kVTile) < sm_count() ? TcConfig::kNarrowVTile
+                                                          : TcConfig::kVTile;
+}
+
+// bwd.bk2's operand buffers (Bk2Layout): two, chunk c - 1's loaded while c is
+// worked on, where the grid is at most one wave at one block an SM (B1 H16:
+// 128 blocks of 16 columns); else one, two blocks an SM hiding each other's
+// loads. The same bits either way. DELTAPROOF_TC_BK2_BUFFERS=1 or 2 forces
+// one, read at each launch.
+int bk2_buffers(const DeviceProblem& p, int VP, int VT) {
+  const int forced = forced_choice("DELTAPROOF_TC_BK2_BUFFERS", {1, 2});
+  if (forced) return forced;
+  return p.B * p.H * (VP / VT) <= sm_count() ? 2 : 1;
+}
+
+// run(VT) with the state tile's width as an integral constant.
+template <class Run>
+void with_state_tile(const DeviceProblem& p, int VP, Run run) {
+  if (state_tile(p, VP) == TcConfig::kNarrowVTile)
+    return run(std::integral_constant<int, TcConfig::kNarrowVTile>{});
+  return run(std::integral_constant<int, TcConfig::kVTile>{});
+}
+
 template <class In, int KP, int VP>
 void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t stream, LaunchLog* log,
                     bool synchronous, unsigned stages) {
   const int num_chunks = (p.T + kC - 1) / kC;
   const dim3 chunk_grid(num_chunks, p.B * p.H);
-  const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
   auto check = [&](const char* what) {
     CUDA_CHECK(cudaGetLastError(), what, p);
     if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
@@ -1263,7 +1421,10 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   // thread comes first (a static's initialisation; retried if it threw)
   static const bool ready = [&] {
     allow_shared(tc_fwd_intra<In, KP, VP>, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
-    allow_shared(tc_fwd_state<KP, VP>, StateLayout<KP>::kBytes, "tc_fwd_state", p);
+    allow_shared(tc_fwd_state<KP, VP, TcConfig::kVTile>, StateLayout<KP, TcConfig::kVTile>::kBytes,
+                 "tc_fwd_state", p);
+    allow_shared(tc_fwd_state<KP, VP, TcConfig::kNarrowVTile>,
+                 StateLayout<KP, TcConfig::kNarrowVTile>::kBytes, "tc_fwd_state", p);
     allow_shared(tc_fwd_output<KP, VP>, OutputLayout<KP, VP>::kBytes, "tc_fwd_output", p);
     return true;
   }();
@@ -1276,8 +1437,11 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
     if (log) log->note("fwd.intra", "tc_fwd_intra");
   }
   if (stages & kTcState) {
-    tc_fwd_state<KP, VP><<<state_grid, TcConfig::kStateThreads, StateLayout<KP>::kBytes, stream>>>(
-        p, s, num_chunks);
+    with_state_tile(p, VP, [&](auto tile) {
+      constexpr int VT = decltype(tile)::value;
+      tc_fwd_state<KP, VP, VT><<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
+                                 StateLayout<KP, VT>::kBytes, stream>>>(p, s, num_chunks);
+    });
     check("tc_fwd_state");
     if (log) log->note("fwd.inter", "tc_fwd_state");
   }
@@ -1295,21 +1459,37 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
                      LaunchLog* log, bool synchronous, unsigned stages) {
   const int num_chunks = (p.T + kC - 1) / kC;
   const dim3 chunk_grid(num_chunks, p.B * p.H);
-  const dim3 state_grid(VP / TcConfig::kVTile, p.B * p.H);
   auto check = [&](const char* what) {
     CUDA_CHECK(cudaGetLastError(), what, p);
     if (synchronous) CUDA_CHECK(cudaStreamSynchronize(stream), what, p);
   };
   static const bool ready = [&] {
-    allow_shared(tc_bwd_state<KP, VP>, Bk2Layout<KP>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_state<KP, VP, TcConfig::kVTile, 1>,
+                 Bk2Layout<KP, TcConfig::kVTile, 1>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_state<KP, VP, TcConfig::kNarrowVTile, 1>,
+                 Bk2Layout<KP, TcConfig::kNarrowVTile, 1>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_state<KP, VP, TcConfig::kVTile, 2>,
+                 Bk2Layout<KP, TcConfig::kVTile, 2>::kBytes, "tc_bwd_state", p);
+    allow_shared(tc_bwd_state<KP, VP, TcConfig::kNarrowVTile, 2>,
+                 Bk2Layout<KP, TcConfig::kNarrowVTile, 2>::kBytes, "tc_bwd_state", p);
     allow_shared(tc_bwd_products<In, KP, VP>, ProductsLayout<KP, VP>::kBytes, "tc_bwd_products", p);
     allow_shared(tc_bwd_tokens<In, KP>, TokensLayout<KP>::kBytes, "tc_bwd_tokens", p);
     return true;
   }();
   (void)ready;
   if (stages & kTcBk2) {
-    tc_bwd_state<KP, VP>
-        <<<state_grid, TcConfig::kStateThreads, Bk2Layout<KP>::kBytes, stream>>>(p, s, num_chunks);
+    with_state_tile(p, VP, [&](auto tile) {
+      constexpr int VT = decltype(tile)::value;
+      const dim3 grid(VP / VT, p.B * p.H);
+      if (bk2_buffers(p, VP, VT) == 2)
+        tc_bwd_state<KP, VP, VT, 2>
+            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 2>::kBytes, stream>>>(p, s,
+                                                                                      num_chunks);
+      else
+        tc_bwd_state<KP, VP, VT, 1>
+            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 1>::kBytes, stream>>>(p, s,
+                                                                                      num_chunks);
+    });
     check("tc_bwd_state");
     if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
   }

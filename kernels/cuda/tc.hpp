@@ -22,7 +22,8 @@ struct TcConfig {
   static constexpr int kIntraThreads = 256;   // fwd.intra: 8 warps
   static constexpr int kStateThreads = 128;   // fwd.inter: 4 warps, each a quarter of K
   static constexpr int kOutputThreads = 256;  // fwd.output: 8 warps
-  static constexpr int kVTile = 32;           // state columns per fwd.inter block
+  static constexpr int kVTile = 32;           // state columns per fwd.inter and bwd.bk2 block,
+  static constexpr int kNarrowVTile = 16;     // or these where kVTile's tiles leave SMs idle
   static constexpr int kMaxHeads = 65535;     // B*H at most (grid y)
   // A 16-row diagonal block of A and M goes through its first row on the tensor
   // cores where no channel's cumulative decay G spans more than this within the

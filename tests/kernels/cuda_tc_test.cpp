@@ -7,13 +7,14 @@
 // token; exact chunks with B > 1 and H > 2; K and V off the multiple of 8 (the
 // element-by-element loads) and off the padded widths 64 and 128; bf16 inputs;
 // the stress and mild regimes; every op. And packed sequences against each
-// sequence run alone.
+// sequence run alone, and the state kernels' variants against each other.
 //
 // Built where nvcc is, run where a GPU is: ctest --test-dir build -L gpu
 // (labels cuda;gpu). Where no GPU is, every test is skipped, never passed.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <string>
@@ -158,6 +159,49 @@ TEST(CudaTcPacked, EachSequenceBitForBitAsItsOwnDenseRun) {
             << "): " << name << " differs from the sequence run alone";
       }
     }
+  }
+}
+
+// The state kernels' variants (kernels/cuda/tc.cu: state_tile, bk2_buffers):
+// 16- or 32-column tiles, bwd.bk2 with one operand buffer or two (chunk c - 1's
+// loaded while c runs). Each is chosen by shape; each must give the bits of
+// every other, over many chunks (the buffers change hands from one to the
+// next), dense and packed.
+TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
+  if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  struct Variant {
+    const char *tile, *buffers;
+  };
+  const Variant variants[] = {{"32", "1"}, {"16", "1"}, {"32", "2"}, {"16", "2"}};
+  for (const bool packed : {false, true}) {
+    oracle::FixtureSpec spec;
+    spec.op = packed ? Op::kda : Op::gdn2;
+    spec.B = packed ? 1 : 2, spec.T = 460, spec.H = 2, spec.K = 128, spec.V = 128;
+    spec.chunk = 64;
+    spec.dtype = DType::BF16;
+    spec.seed = 5;
+    if (packed) spec.cu_seqlens = {0, 70, 130, 460};
+    const kernels::KernelShape shape = gates::kernel_shape(spec);
+    const Buffers inputs = gates::kernel_inputs(oracle::draw_problem(spec));
+    const kernels::Backend& tc = kernels::find_backend("cuda-tc");
+    Buffers first;
+    for (const Variant& v : variants) {
+      ::setenv("DELTAPROOF_TC_STATE_TILE", v.tile, 1);
+      ::setenv("DELTAPROOF_TC_BK2_BUFFERS", v.buffers, 1);
+      Buffers out = kernels::allocate_outputs(shape, Phase::bwd, NAN);
+      kernels::ExecutionRecord record;
+      tc.run(shape, inputs, Phase::bwd, out, record);
+      if (first.empty()) {
+        first = out;
+        continue;
+      }
+      for (const auto& [name, x] : out)
+        EXPECT_EQ(std::memcmp(x.data(), first.at(name).data(), x.size() * sizeof(float)), 0)
+            << (packed ? "packed" : "dense") << ": " << name << " with tile " << v.tile << " and "
+            << v.buffers << " bk2 buffer(s) differs from tile 32, 1 buffer";
+    }
+    ::unsetenv("DELTAPROOF_TC_STATE_TILE");
+    ::unsetenv("DELTAPROOF_TC_BK2_BUFFERS");
   }
 }
 
