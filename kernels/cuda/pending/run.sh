@@ -1,0 +1,64 @@
+#!/bin/bash
+# The device call for a pending cuda-tc patch, built by kernels/cuda/pending/build.sh into
+# .carry/next (carry [".carry"], about 17 MB with FLA; move reports/gpu/*/ out of the working
+# tree for the call, the tree's limit, and back after).
+#   bash kernels/cuda/pending/run.sh [PART...]   (default: checks)
+# Parts: checks (cuda_tc_tests; the stage tests; the cuda-tc gates; tc_stages.py, main's library
+# beside the patch's at B4 T4096, B1 T32768 and 16 packed sequences, under each
+# DELTAPROOF_TC_INTER_LOOKAHEAD; compute-sanitizer x4), fla (tc_vs_fla.py at 1x32768, 4x4096
+# and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
+# call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
+# returns at most 8 files. Each step's timeout is cut to what is left of BUDGET seconds (default
+# 540) so that the tarball is written before the call's limit.
+cd "$(dirname "$0")/../../.."
+o=/tmp/pending-out
+mkdir -p $o
+deadline=$((SECONDS + ${BUDGET:-540}))
+v=.carry/next
+(cd $v && for f in *.xz; do [[ -e $f ]] && xz -d -f $f; done; chmod +x deltaproof cuda_tc_stages_tests cuda_tc_tests)
+mkdir -p build/bin && cp $v/deltaproof build/bin/
+PY=/opt/torch/.venv/bin/python
+export PYTHONUNBUFFERED=1
+s() { echo "$*" | tee -a $o/summary.txt; }
+passed() { grep -E '^\[  PASSED|FAILED  \]' "$1" | head -3 | tr '\n' ' '; }
+limited() {  # seconds command...: the command under a timeout no later than the deadline
+  local want=$1 left=$((deadline - SECONDS))
+  shift
+  ((left < 5)) && { s "skipped (no time left): $*"; return 124; }
+  timeout $((want < left ? want : left)) "$@"
+}
+s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+
+checks() {
+  limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
+  limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
+  limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates.json > $o/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $o/gates.txt | head -1)"
+  for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
+    tag=$(echo $shape | tr -d ' -')
+    limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
+    for lookahead in 1 2; do
+      DELTAPROOF_TC_INTER_LOOKAHEAD=$lookahead limited 90 $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_${tag}_lookahead$lookahead.json > $o/tc_stages_${tag}_lookahead$lookahead.txt 2>&1; s "tc_stages $tag lookahead $lookahead exit $?"
+    done
+  done
+  grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
+  for tool in memcheck racecheck initcheck synccheck; do
+    for fixture in gdn2/t200-c64 kda/varlen-c64-k16; do
+      limited 60 compute-sanitizer --tool $tool --error-exitcode 9 build/bin/deltaproof run --backend cuda-tc --phase bwd --fixture fixtures/$fixture.safetensors --out /tmp/s.safetensors > /tmp/san.txt 2>&1
+      s "sanitizer $tool $fixture exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tr '\n' ' ')"
+      cat /tmp/san.txt >> $o/sanitizers.txt
+    done
+  done
+}
+
+fla() {
+  mkdir -p .fla && tar -xJf .carry/fla.tar.xz -C .fla
+  PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes 1x32768 4x4096 --varlen 16 --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
+  s "tc_vs_fla exit $?"
+  grep -E "ratio|shape" $o/tc_vs_fla.txt >> $o/summary.txt
+}
+
+for part in ${*:-checks}; do
+  s "part $part"
+  $part
+done
+cp $o/summary.txt "${OUT:?}/" && tar -cJf "$OUT/out.tar.xz" -C "$(dirname $o)" "$(basename $o)"
