@@ -4,8 +4,8 @@
 # tree for the call, the tree's limit, and back after).
 #   bash kernels/cuda/pending/run.sh [PART...]   (default: checks)
 # Parts: checks (cuda_tc_tests; the stage tests; the cuda-tc gates; tc_stages.py, main's library
-# beside the patch's at B4 T4096, B1 T32768 and 16 packed sequences, under each
-# DELTAPROOF_TC_INTER_LOOKAHEAD; compute-sanitizer x4), fla (tc_vs_fla.py at 1x32768, 4x4096
+# beside the patch's at B4 T4096, B1 T32768 and 16 packed sequences, then the patch's under each
+# DELTAPROOF_TC_INTER_LOOKAHEAD x DELTAPROOF_TC_INTER_TILE; compute-sanitizer x4), fla (tc_vs_fla.py at 1x32768, 4x4096
 # and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
 # returns at most 8 files. Each step's timeout is cut to what is left of BUDGET seconds (default
@@ -15,7 +15,7 @@ o=/tmp/pending-out
 mkdir -p $o
 deadline=$((SECONDS + ${BUDGET:-540}))
 v=.carry/next
-(cd $v && for f in *.xz; do [[ -e $f ]] && xz -d -f $f; done; chmod +x deltaproof cuda_tc_stages_tests cuda_tc_tests)
+(cd $v && for f in *.xz; do [[ -e $f ]] && xz -d -f $f; done; chmod +x deltaproof cuda_tc_*)
 mkdir -p build/bin && cp $v/deltaproof build/bin/
 PY=/opt/torch/.venv/bin/python
 export PYTHONUNBUFFERED=1
@@ -30,14 +30,22 @@ limited() {  # seconds command...: the command under a timeout no later than the
 s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 
 checks() {
+  if [[ -x $v/cuda_tc_tests_red ]]; then  # build.sh's RED patch: the variants test must fail
+    limited 60 $v/cuda_tc_tests_red --gtest_filter='CudaTcStateVariants.*' > $o/tc_tests-red.txt 2>&1; s "RED build, CudaTcStateVariants (must fail) exit $?: $(passed $o/tc_tests-red.txt)"
+  fi
   limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
   limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
+  DELTAPROOF_TC_INTER_TILE=64 limited 60 $v/cuda_tc_stages_tests > $o/stages-inter64.txt 2>&1; s "stages, fwd.inter tile 64, exit $?: $(passed $o/stages-inter64.txt)"
   limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates.json > $o/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $o/gates.txt | head -1)"
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
     for lookahead in 1 2; do
-      DELTAPROOF_TC_INTER_LOOKAHEAD=$lookahead limited 90 $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_${tag}_lookahead$lookahead.json > $o/tc_stages_${tag}_lookahead$lookahead.txt 2>&1; s "tc_stages $tag lookahead $lookahead exit $?"
+      for inter in default 64; do
+        name=${tag}_lookahead${lookahead}_inter$inter
+        [[ $inter == default ]] && inter=
+        DELTAPROOF_TC_INTER_LOOKAHEAD=$lookahead DELTAPROOF_TC_INTER_TILE=$inter limited 90 $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag lookahead $lookahead fwd.inter tile ${inter:-default} exit $?"
+      done
     done
   done
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
