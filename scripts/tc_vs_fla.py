@@ -425,7 +425,11 @@ def main():
                     "device": props.name, "torch": torch.__version__,
                     "fla": getattr(fla, "__version__", "?"), "rows": rows,
                     "method": "CUDA events around each call, median of --repeats after warm-up, "
-                              f"{args.sets} input sets rotated; FLA fully autotuned"})
+                              f"{args.sets} input sets rotated; FLA fully autotuned" +
+                              (" (its choices read from Triton's autotune cache where an earlier "
+                               "run on this GPU model left them: TRITON_CACHE_AUTOTUNING=1, "
+                               f"TRITON_CACHE_DIR={os.environ.get('TRITON_CACHE_DIR', '~/.triton')})"
+                               if os.environ.get("TRITON_CACHE_AUTOTUNING") == "1" else "")})
             del sets
             torch.cuda.empty_cache()
 
