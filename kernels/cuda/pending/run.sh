@@ -17,7 +17,7 @@ deadline=$((SECONDS + ${BUDGET:-540}))
 v=.carry/next
 (cd $v && for f in *.xz; do [[ -e $f ]] && xz -d -f $f; done; chmod +x deltaproof cuda_tc_*)
 mkdir -p build/bin && cp $v/deltaproof build/bin/
-PY=/opt/torch/.venv/bin/python
+PY=${PY:-/opt/torch/.venv/bin/python}
 export PYTHONUNBUFFERED=1
 s() { echo "$*" | tee -a $o/summary.txt; }
 passed() { grep -E '^\[  PASSED|FAILED  \]' "$1" | head -3 | tr '\n' ' '; }
