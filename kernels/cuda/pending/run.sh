@@ -6,7 +6,8 @@
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under the forced variants), stages (tc_stages.py,
 # main's library beside the patch's at B4 T4096, B1 T32768 and 16 packed sequences, then the
-# patch's under each forced variant: DELTAPROOF_TC_INTER_LOOKAHEAD, _INTER_TILE, _PRODUCTS), fla (tc_vs_fla.py at 1x32768, 4x4096
+# patch's under each forced variant: DELTAPROOF_TC_INTER_LOOKAHEAD, _INTER_TILE, _PRODUCTS,
+# _TOKENS), fla (tc_vs_fla.py at 1x32768, 4x4096
 # and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
 # returns at most 8 files. Each step's timeout is cut to what is left of BUDGET seconds (default
@@ -36,12 +37,12 @@ checks() {
   fi
   limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
   limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
-  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 limited 60 $v/cuda_tc_stages_tests > $o/stages-variants.txt 2>&1; s "stages, fwd.inter tile 64 and products in two launches, exit $?: $(passed $o/stages-variants.txt)"
+  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 limited 60 $v/cuda_tc_stages_tests > $o/stages-variants.txt 2>&1; s "stages, fwd.inter tile 64, products in two launches, tokens in two blocks, exit $?: $(passed $o/stages-variants.txt)"
   limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates.json > $o/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $o/gates.txt | head -1)"
-  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates-variants.json > $o/gates-variants.txt 2>&1; s "gates, fwd.inter tile 64 and products in two launches, exit $?: $(tail -n 2 $o/gates-variants.txt | head -1)"
+  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates-variants.json > $o/gates-variants.txt 2>&1; s "gates, fwd.inter tile 64, products in two launches, tokens in two blocks, exit $?: $(tail -n 2 $o/gates-variants.txt | head -1)"
   for tool in memcheck racecheck initcheck synccheck; do
     for fixture in gdn2/t200-c64 kda/varlen-c64-k16; do
-      for variant in DELTAPROOF_TC_PRODUCTS=1 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_INTER_TILE=64"; do
+      for variant in DELTAPROOF_TC_PRODUCTS=1 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_TOKENS=2"; do
         limited 60 env $variant compute-sanitizer --tool $tool --error-exitcode 9 build/bin/deltaproof run --backend cuda-tc --phase bwd --fixture fixtures/$fixture.safetensors --out /tmp/s.safetensors > /tmp/san.txt 2>&1
         s "sanitizer $tool $fixture $variant exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tr '\n' ' ')"
         cat /tmp/san.txt >> $o/sanitizers.txt
@@ -54,7 +55,7 @@ stages() {
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
-    for variant in DELTAPROOF_TC_INTER_LOOKAHEAD=1 DELTAPROOF_TC_INTER_LOOKAHEAD=2 DELTAPROOF_TC_INTER_TILE=64 "DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_INTER_LOOKAHEAD=1" DELTAPROOF_TC_PRODUCTS=2; do
+    for variant in DELTAPROOF_TC_INTER_LOOKAHEAD=1 DELTAPROOF_TC_INTER_LOOKAHEAD=2 DELTAPROOF_TC_INTER_TILE=64 "DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_INTER_LOOKAHEAD=1" DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2"; do
       name=${tag}_$(echo $variant | sed 's/DELTAPROOF_TC_//g; s/[= ]/_/g' | tr A-Z a-z)
       limited 90 env $variant $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
     done
