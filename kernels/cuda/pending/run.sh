@@ -55,7 +55,7 @@ stages() {
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
-    for variant in DELTAPROOF_TC_INTER_LOOKAHEAD=1 DELTAPROOF_TC_INTER_LOOKAHEAD=2 DELTAPROOF_TC_INTER_TILE=64 "DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_INTER_LOOKAHEAD=1" DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2"; do
+    for variant in DELTAPROOF_TC_INTER_LOOKAHEAD=1 DELTAPROOF_TC_INTER_LOOKAHEAD=2 DELTAPROOF_TC_INTER_TILE=64 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2"; do  # products and tokens are stages of their own
       name=${tag}_$(echo $variant | sed 's/DELTAPROOF_TC_//g; s/[= ]/_/g' | tr A-Z a-z)
       limited 90 env $variant $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
     done
