@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tc_vs_fla import (Gradients, Problem, mixed_lengths, sequence_offsets,  # noqa: E402
-                       write_atomically)
+                       write_json)
 
 STAGES = (("fwd.intra", "forward", 1), ("fwd.inter", "forward", 2), ("fwd.output", "forward", 4),
           ("bwd.bk2", "backward", 8), ("tc_bwd_products", "backward", 16),
@@ -143,7 +143,7 @@ def main():
             + f" ms; worst disagreement with the first {worst:.2e}", flush=True)
 
     if args.json:
-        write_atomically(args.json, {
+        write_json(args.json, {
             "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
             "shape": (f"{N} packed sequences of {min(lengths)}..{max(lengths)} tokens ({T}) "
                       if lengths else f"B{B} T{T} ") + f"H{H} K{K} V{V} bf16 inputs",

@@ -41,6 +41,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay import write_atomically  # noqa: E402
+
 H200_BF16_TFLOPS = 989.0  # dense, the vendor's datasheet (H200 SXM)
 H200_HBM_TBPS = 4.8       # the vendor's datasheet
 
@@ -75,12 +78,9 @@ def sequence_offsets(lengths):
     return offsets
 
 
-def write_atomically(path, figures):
-    """figures as JSON at path, whole or not at all (a temporary file, then a rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(figures, f, indent=2)
-    os.replace(tmp, path)
+def write_json(path, figures):
+    """figures as JSON at path, whole or not at all (scripts/replay.py's write_atomically)."""
+    write_atomically(path, lambda f: json.dump(figures, f, indent=2))
 
 
 def nominal_flops(B, T, H, K, V, C=64):
@@ -421,7 +421,7 @@ def main():
                       ", ".join(f"{n} {v:.2e}" for n, v in grad_agree.items()))
             print(f"{op}: ratio fwd cuda-tc / FLA = {row['ratio fwd (cuda-tc / fla)']:.3f}")
             if args.json:  # after every row: a run cut off keeps what it measured
-                write_atomically(args.json, {
+                write_json(args.json, {
                     "device": props.name, "torch": torch.__version__,
                     "fla": getattr(fla, "__version__", "?"), "rows": rows,
                     "method": "CUDA events around each call, median of --repeats after warm-up, "
