@@ -620,13 +620,6 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     mma::copy_async_wait_all();
     __syncthreads();
     if (c + 1 < chunks) fetch(c + 1, buffer((c + 1) & 1));
-    if (c + 2 < chunks) {  // the chunk after next asked into L2 (as bwd.bk2's)
-      const std::size_t m = slab(bh, num_chunks, c + 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.Wt + m * kC * KP), kC * KP / 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.KdecT + m * KP * kC), KP * kC / 2);
-      prefetch_l2(reinterpret_cast<const float*>(s.Ut + m * kC * VP), kC * VP / 2);
-      prefetch_l2(s.decay_end + m * KP, KP);
-    }
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
@@ -784,15 +777,11 @@ __device__ inline void load_dO(const DeviceProblem& p, int b, int h, int t0, int
 template <int KP>
 __device__ inline void prefetch_chunk_l2(const DeviceProblem& p, const TcScratch& s, int b, int h,
                                          std::size_t n, int t0) {
-  // the block's threads share each buffer's 128-byte lines
-  auto lines = [](const void* at, std::size_t bytes) {
-    prefetch_l2(static_cast<const float*>(at), bytes / sizeof(float));
-  };
-  lines(s.M + n * kC * kC, sizeof(bf16) * kC * kC);
-  lines(s.KdecT + n * KP * kC, sizeof(bf16) * KP * kC);
-  lines(s.Qg + n * kC * KP, sizeof(bf16) * kC * KP);
-  lines(s.Wt + n * kC * KP, sizeof(bf16) * kC * KP);
-  lines(s.decay_end + n * KP, sizeof(float) * KP);
+  prefetch_bytes_l2(s.M + n * kC * kC, sizeof(bf16) * kC * kC);
+  prefetch_bytes_l2(s.KdecT + n * KP * kC, sizeof(bf16) * KP * kC);
+  prefetch_bytes_l2(s.Qg + n * kC * KP, sizeof(bf16) * kC * KP);
+  prefetch_bytes_l2(s.Wt + n * kC * KP, sizeof(bf16) * kC * KP);
+  prefetch_bytes_l2(s.decay_end + n * KP, sizeof(float) * KP);
   // dO: thread r takes row r's lines
   const int rows = min(kC, seq_length(p, b) - t0);
   for (int r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -1002,32 +991,57 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
 // Warp w takes the 16 rows of block w % 4 and half the columns of each.
 // ---------------------------------------------------------------------------
 
-template <int KP, int VP>
+// What one tc_bwd_products launch computes: every product (kAllProducts, one
+// block an SM: 180 KB of shared memory at K = V = 128), or half of them in
+// each of two launches of at most 111 KB, two blocks an SM: kXYA (dX, dW, dV,
+// dY, dA) and kMKQ (dM, dKdec, dQg, d_decay_end), each with the operands it
+// reads alone (S0^T in both). The same code on the same operands: the same bits.
+enum ProductsPart { kAllProducts, kXYA, kMKQ };
+
+template <int KP, int VP, int Part = kAllProducts>
 struct ProductsLayout {
   static constexpr int kD = kC + kPad;  // rows of 64: Tinv, U^T
   static constexpr int kK = KP + kPad;  // rows of KP: S0^T, dS_end^T, Wt, dY
   static constexpr int kV = VP + kPad;  // rows of VP: dU, Ut, dO, dX
   static constexpr int kMax = kK > kV ? kK : kV;
-  static constexpr std::size_t kElements =
-      kC * kD + kC * kMax + VP * kD + 2 * VP * kK + kC * kK + 3 * kC * kV;
+  static constexpr bool kX = Part != kMKQ, kM = Part != kXYA;  // the part's products
+  // each buffer's first element, in this order, those the part does not read left out
+  static constexpr std::size_t kTinv = 0;
+  static constexpr std::size_t kdU = kTinv + (kX ? kC * kD : 0);
+  static constexpr std::size_t kUT = kdU + (kX ? kC * kMax : 0);
+  static constexpr std::size_t kS0T = kUT + (kM ? VP * kD : 0);
+  static constexpr std::size_t kdST = kS0T + VP * kK;
+  static constexpr std::size_t kWt = kdST + (kM ? VP * kK : 0);
+  static constexpr std::size_t kUt = kWt + (kX ? kC * kK : 0);
+  static constexpr std::size_t kdO = kUt + (kX ? kC * kV : 0);
+  static constexpr std::size_t kdX = kdO + (kM ? kC * kV : 0);
+  static constexpr std::size_t kElements = kdX + (kX ? kC * kV : 0);
   static constexpr std::size_t kBytes = sizeof(bf16) * kElements;
 };
 
-template <class In, int KP, int VP>
-__global__ void __launch_bounds__(TcConfig::kIntraThreads)
+// Two blocks of a split part an SM: 228 KB of shared memory an SM on sm_90, 1 KB
+// of it reserved a block; 128 registers a thread (the launch bounds' 2; 0, no
+// minimum, for the one-launch kernel, as it was).
+static_assert(2 * (ProductsLayout<128, 128, kXYA>::kBytes + 1024) <= 228 * 1024 &&
+                  2 * (ProductsLayout<128, 128, kMKQ>::kBytes + 1024) <= 228 * 1024,
+              "a split products part must fit two blocks an SM");
+
+template <class In, int KP, int VP, int Part>
+__global__ void __launch_bounds__(TcConfig::kIntraThreads, Part == kAllProducts ? 0 : 2)
     tc_bwd_products(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = ProductsLayout<KP, VP>;
+  using L = ProductsLayout<KP, VP, Part>;
   extern __shared__ __align__(16) unsigned char shared[];
-  bf16* Tinv = reinterpret_cast<bf16*>(shared);  // [r][i]
-  bf16* dU = Tinv + kC * L::kD;                  // [i][v]
-  bf16* dY = dU;                                 // [r][k], after dU
-  bf16* UT = dU + kC * L::kMax;                  // [v][i]
-  bf16* S0T = UT + VP * L::kD;                   // [v][k]
-  bf16* dST = S0T + VP * L::kK;                  // dS_end^T, [v][k]
-  bf16* Wt = dST + VP * L::kK;                   // [i][k]
-  bf16* Ut = Wt + kC * L::kK;                    // [i][v]
-  bf16* dO = Ut + kC * L::kV;                    // [r][v]
-  bf16* dX = dO + kC * L::kV;                    // [i][v]
+  bf16* const base = reinterpret_cast<bf16*>(shared);
+  bf16* Tinv = base + L::kTinv;  // [r][i]
+  bf16* dU = base + L::kdU;      // [i][v]
+  bf16* dY = dU;                 // [r][k], after dU
+  bf16* UT = base + L::kUT;      // [v][i]
+  bf16* S0T = base + L::kS0T;    // [v][k]
+  bf16* dST = base + L::kdST;    // dS_end^T, [v][k]
+  bf16* Wt = base + L::kWt;      // [i][k]
+  bf16* Ut = base + L::kUt;      // [i][v]
+  bf16* dO = base + L::kdO;      // [r][v]
+  bf16* dX = base + L::kdX;      // [i][v]
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
   const int length = seq_length(p, b);
@@ -1036,15 +1050,19 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
-  copy_rows(Tinv, L::kD, s.Tinv + n * kC * kC, kC, kC, kC);
-  copy_rows(dU, L::kV, s.dU + n * kC * VP, VP, kC, VP);
-  copy_rows(UT, L::kD, s.UT + n * VP * kC, kC, VP, kC);
+  if constexpr (L::kX) {
+    copy_rows(Tinv, L::kD, s.Tinv + n * kC * kC, kC, kC, kC);
+    copy_rows(dU, L::kV, s.dU + n * kC * VP, VP, kC, VP);
+  }
+  if constexpr (L::kM) copy_rows(UT, L::kD, s.UT + n * VP * kC, kC, VP, kC);
   copy_rows(S0T, L::kK, s.S0T + n * VP * KP, KP, VP, KP);
-  copy_rows(dST, L::kK, s.dS_endT + n * VP * KP, KP, VP, KP);
-  copy_rows(Wt, L::kK, s.Wt + n * kC * KP, KP, kC, KP);
-  copy_rows(Ut, L::kV, s.Ut + n * kC * VP, VP, kC, VP);
+  if constexpr (L::kM) copy_rows(dST, L::kK, s.dS_endT + n * VP * KP, KP, VP, KP);
+  if constexpr (L::kX) {
+    copy_rows(Wt, L::kK, s.Wt + n * kC * KP, KP, kC, KP);
+    copy_rows(Ut, L::kV, s.Ut + n * kC * VP, VP, kC, VP);
+  }
   mma::copy_async_commit();
-  load_dO(p, b, h, t0, 0, VP, dO, L::kV);
+  if constexpr (L::kM) load_dO(p, b, h, t0, 0, VP, dO, L::kV);
   mma::copy_async_wait_all();
   __syncthreads();
 
@@ -1075,68 +1093,75 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   const std::size_t nKP = n * kC * KP;
 
   // dX = Tinv^T dU (Tinv^T is upper triangular); dW = dX*V, dV = dX*W.
-  product(
-      ColsV{}, mt, kC / mma::kK,
-      [&](int ks) { return mma::load_a_t(Tinv, L::kD, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b_n(dU, L::kV, ks * mma::kK, col); }, 0, none_a,
-      none_b,
-      [&](int r, int j, float x) {
-        dX[r * L::kV + j] = to_bf16(x);
-        if (t0 + r < length && j < p.V) {
-          const std::size_t at = token_at(p, p.V, b, t0 + r, h, j);
-          p.dw[at] = x * read_input<In>(p.v, at);
-          p.dv[at] = x * read_input<In>(p.w, at);
-        }
-      });
-  // dM = scale dO U^T, lower with its diagonal.
-  product(
-      Cols64{}, 0, VP / mma::kK,
-      [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b_n(UT, L::kD, ks * mma::kK, col); }, 0, none_a,
-      none_b,
-      [&](int r, int i, float x) {
-        s.dM[n * kC * kC + r * kC + i] = to_bf16(i <= r ? scale * x : 0.0f);
-      });
-  // dKdec = U dS_end^T; dQg = scale dO S0^T.
-  product(
-      ColsK{}, 0, VP / mma::kK,
-      [&](int ks) { return mma::load_a_t(UT, L::kD, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b_n(dST, L::kK, ks * mma::kK, col); }, 0, none_a,
-      none_b, [&](int r, int k, float x) { s.dKdec[nKP + r * KP + k] = x; });
-  product(
-      ColsK{}, 0, VP / mma::kK,
-      [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
-      none_b, [&](int r, int k, float x) { s.dQg[nKP + r * KP + k] = scale * x; });
-  // d_decay_end = rowsum(dS_end * S0), a channel per thread.
-  for (int k = tid; k < KP; k += blockDim.x) {
-    float sum = 0.0f;
-    for (int v = 0; v < VP; ++v)
-      sum += __bfloat162float(dST[v * L::kK + k]) * __bfloat162float(S0T[v * L::kK + k]);
-    s.d_decay_end[n * KP + k] = sum;
+  if constexpr (L::kX)
+    product(
+        ColsV{}, mt, kC / mma::kK,
+        [&](int ks) { return mma::load_a_t(Tinv, L::kD, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b_n(dU, L::kV, ks * mma::kK, col); }, 0, none_a,
+        none_b,
+        [&](int r, int j, float x) {
+          dX[r * L::kV + j] = to_bf16(x);
+          if (t0 + r < length && j < p.V) {
+            const std::size_t at = token_at(p, p.V, b, t0 + r, h, j);
+            p.dw[at] = x * read_input<In>(p.v, at);
+            p.dv[at] = x * read_input<In>(p.w, at);
+          }
+        });
+  if constexpr (L::kM) {
+    // dM = scale dO U^T, lower with its diagonal.
+    product(
+        Cols64{}, 0, VP / mma::kK,
+        [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b_n(UT, L::kD, ks * mma::kK, col); }, 0, none_a,
+        none_b,
+        [&](int r, int i, float x) {
+          s.dM[n * kC * kC + r * kC + i] = to_bf16(i <= r ? scale * x : 0.0f);
+        });
+    // dKdec = U dS_end^T; dQg = scale dO S0^T.
+    product(
+        ColsK{}, 0, VP / mma::kK,
+        [&](int ks) { return mma::load_a_t(UT, L::kD, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b_n(dST, L::kK, ks * mma::kK, col); }, 0, none_a,
+        none_b, [&](int r, int k, float x) { s.dKdec[nKP + r * KP + k] = x; });
+    product(
+        ColsK{}, 0, VP / mma::kK,
+        [&](int ks) { return mma::load_a(dO, L::kV, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
+        none_b, [&](int r, int k, float x) { s.dQg[nKP + r * KP + k] = scale * x; });
+    // d_decay_end = rowsum(dS_end * S0), a channel per thread.
+    for (int k = tid; k < KP; k += blockDim.x) {
+      float sum = 0.0f;
+      for (int v = 0; v < VP; ++v)
+        sum += __bfloat162float(dST[v * L::kK + k]) * __bfloat162float(S0T[v * L::kK + k]);
+      s.d_decay_end[n * KP + k] = sum;
+    }
   }
-  __syncthreads();  // dX is whole; dU is read for the last time
+  if constexpr (L::kX) {
+    __syncthreads();  // dX is whole; dU is read for the last time
 
-  // dY = -dX S0^T, where dU was.
-  product(
-      ColsK{}, 0, VP / mma::kK,
-      [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
-      none_b,
-      [&](int r, int k, float x) {
-        dY[r * L::kK + k] = to_bf16(-x);
-        s.dY[nKP + r * KP + k] = -x;
-      });
-  __syncthreads();
+    // dY = -dX S0^T, where dU was.
+    product(
+        ColsK{}, 0, VP / mma::kK,
+        [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b_n(S0T, L::kK, ks * mma::kK, col); }, 0, none_a,
+        none_b,
+        [&](int r, int k, float x) {
+          dY[r * L::kK + k] = to_bf16(-x);
+          s.dY[nKP + r * KP + k] = -x;
+        });
+    __syncthreads();
 
-  // dA = -(dX Ut^T + dY Wt^T), strictly lower.
-  product(
-      Cols64{}, 0, VP / mma::kK,
-      [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b(Ut, L::kV, col, ks * mma::kK); }, KP / mma::kK,
-      [&](int ks) { return mma::load_a(dY, L::kK, kBlock * mt, ks * mma::kK); },
-      [&](int ks, int col) { return mma::load_b(Wt, L::kK, col, ks * mma::kK); },
-      [&](int r, int i, float x) { s.dA[n * kC * kC + r * kC + i] = to_bf16(i < r ? -x : 0.0f); });
+    // dA = -(dX Ut^T + dY Wt^T), strictly lower.
+    product(
+        Cols64{}, 0, VP / mma::kK,
+        [&](int ks) { return mma::load_a(dX, L::kV, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b(Ut, L::kV, col, ks * mma::kK); }, KP / mma::kK,
+        [&](int ks) { return mma::load_a(dY, L::kK, kBlock * mt, ks * mma::kK); },
+        [&](int ks, int col) { return mma::load_b(Wt, L::kK, col, ks * mma::kK); },
+        [&](int r, int i, float x) {
+          s.dA[n * kC * kC + r * kC + i] = to_bf16(i < r ? -x : 0.0f);
+        });
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -1167,11 +1192,20 @@ struct TokensLayout {
       sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * (3 * kC * kF + kBlocks * KP);
 };
 
-template <class In, int KP>
-__global__ void __launch_bounds__(TcConfig::kIntraThreads)
+static_assert(2 * (TokensLayout<64>::kBytes + 1024 + 16) <= 228 * 1024,
+              "tc_bwd_tokens at 64 channels a block must fit two blocks an SM");
+
+// KW: the channels a block takes, KP (one block a chunk) or KP / 2 (two, the
+// grid's z, the block's channels from k0; every sum of the kernel is one
+// channel's, so each element is the same sum in either). The split blocks
+// take the diagonal blocks' path (wide) from all KP channels, as one block
+// does: g's cumulative sums over all of them go through dKs and dGs first.
+template <class In, int KP, int KW>
+__global__ void __launch_bounds__(TcConfig::kIntraThreads, KW == KP ? 0 : 2)
     tc_bwd_tokens(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = TokensLayout<KP>;
-  constexpr int kTiles = KP / 2 / mma::kN;
+  static_assert(KW == KP || 2 * KW == KP, "one block a chunk or two");
+  using L = TokensLayout<KW>;
+  constexpr int kTiles = KW / 2 / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
   float* G = reinterpret_cast<float*>(shared);  // [r][k]
   float* dKs = G + kC * L::kF;                  // the row part of dk, [r][k]
@@ -1186,8 +1220,9 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
 
   const int c = blockIdx.x, bh = blockIdx.y, b = bh / p.H, h = bh % p.H, t0 = c * kC;
   const int length = seq_length(p, b);
-  if (t0 >= length) return;  // past a shorter packed sequence's end
-  const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP;
+  if (t0 >= length) return;                       // past a shorter packed sequence's end
+  const int k0 = KW == KP ? 0 : blockIdx.z * KW;  // the block's first channel
+  const std::size_t n = slab(bh, num_chunks, c), nKP = n * kC * KP + k0;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
   auto f = [](const bf16* x, int at) { return __bfloat162float(x[at]); };
@@ -1197,18 +1232,40 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
   copy_rows(dM, L::kD, s.dM + n * kC * kC, kC, kC, kC);
   copy_rows(dA, L::kD, s.dA + n * kC * kC, kC, kC, kC);
   mma::copy_async_commit();
+  const auto mine = [&](int i) { return i >= k0 && i < k0 + KW; };  // channel i is the block's
   load_row_pairs<In, KP>(p, p.q, p.k, p.K, b, h, t0, [&](int r, int i, float q, float k) {
-    Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
+    if (mine(i)) Q[r * L::kH + i - k0] = to_bf16(q), Kk[r * L::kH + i - k0] = to_bf16(k);
   });
-  load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
-    G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
-  });
-  mma::copy_async_wait_all();
-  __syncthreads();
-  cumulative_decay(p, G, L::kF, KP, &wide);
-  __syncthreads();
+  if constexpr (KW == KP) {
+    load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
+      G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
+    });
+    mma::copy_async_wait_all();
+    __syncthreads();
+    cumulative_decay(p, G, L::kF, KP, &wide);
+    __syncthreads();
+  } else {
+    // all KP channels' G where dKs and dGs will be (2 (KW + 1) >= KP + 1 rows
+    // of floats a token), the block's KW of it into G after
+    constexpr int kAll = KP + 1;
+    static_assert(kC * kAll <= 2 * kC * L::kF, "G of every channel fits dKs and dGs");
+    float* all = dKs;
+    load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
+      all[r * kAll + i] = g;
+      if (mine(i)) Bg[r * L::kH + i - k0] = to_bf16(bb);
+    });
+    mma::copy_async_wait_all();
+    __syncthreads();
+    cumulative_decay(p, all, kAll, KP, &wide);
+    __syncthreads();
+    for (int idx = tid; idx < kC * KW; idx += blockDim.x) {
+      const int r = idx / KW, i = idx % KW;
+      G[r * L::kF + i] = all[r * kAll + k0 + i];
+    }
+    __syncthreads();
+  }
 
-  const int blk = warp % kBlocks, col0 = warp / kBlocks * KP / 2;
+  const int blk = warp % kBlocks, col0 = warp / kBlocks * KW / 2;
   // The diagonal block's pairs through the reference row on the tensor cores
   // too (its decays narrow: dM and dA are zeros above the diagonal), or pair by
   // pair after.
@@ -1260,8 +1317,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
         dKs[r * L::kF + k] = dy * beta * E + bk * beta + dkdec * D;
         dGs[r * L::kF + k] = (dqg * E + qm) * q + (dy * E + bk) * beta * key - dkdec * key * D;
         end[j][e & 1] += dkdec * key * D;
-        if (t0 + r < length && k < p.K) {
-          const std::size_t at = token_at(p, p.K, b, t0 + r, h, k);
+        if (t0 + r < length && k0 + k < p.K) {
+          const std::size_t at = token_at(p, p.K, b, t0 + r, h, k0 + k);
           p.dq[at] = dqg * E + qm;
           p.db[at] = (bk + dy * E) * key;
         }
@@ -1273,7 +1330,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
       for (int x = 0; x < 2; ++x) {
         float sum = end[j][x];
         for (int mask = 4; mask < 32; mask *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
-        if (l.g == 0) ends[blk * KP + channel_of(j, x)] = sum;
+        if (l.g == 0) ends[blk * KW + channel_of(j, x)] = sum;
       }
   }
   __syncthreads();
@@ -1315,21 +1372,21 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads)
           ka += f(dA, r * L::kD + i) * e_ri * f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k);
         }
         dGs[i * L::kF + k] -= (km + ka) * f(Kk, i * L::kH + k);
-        if (t0 + i < length && k < p.K)
-          p.dk[token_at(p, p.K, b, t0 + i, h, k)] = dKs[i * L::kF + k] + km + ka;
+        if (t0 + i < length && k0 + k < p.K)
+          p.dk[token_at(p, p.K, b, t0 + i, h, k0 + k)] = dKs[i * L::kF + k] + km + ka;
       }
   }
   __syncthreads();
 
   // dg: the reverse cumulative sum of dG, a channel per thread, the chunk
   // end's terms (d_decay_end's and the blocks' sums of dKdec's) at the last row.
-  for (int k = tid; k < KP; k += blockDim.x) {
-    float running = s.d_decay_end[n * KP + k] * s.decay_end[n * KP + k];
-    for (int R = 0; R < kBlocks; ++R) running += ends[R * KP + k];
+  for (int k = tid; k < KW; k += blockDim.x) {
+    float running = s.d_decay_end[n * KP + k0 + k] * s.decay_end[n * KP + k0 + k];
+    for (int R = 0; R < kBlocks; ++R) running += ends[R * KW + k];
     for (int r = kC - 1; r >= 0; --r) {
       running += dGs[r * L::kF + k];
-      if (t0 + r < length && k < p.K)
-        p.dg[token_at(p, p.K, b, t0 + r, h, k)] =
+      if (t0 + r < length && k0 + k < p.K)
+        p.dg[token_at(p, p.K, b, t0 + r, h, k0 + k)] =
             DP_FAULT(p.faults, dg_sign_flipped) ? -running : running;
     }
   }
@@ -1375,6 +1432,10 @@ int sm_count() {
   return sms;
 }
 
+// The blocks of a state kernel's grid (fwd.inter, bwd.bk2) at VT columns a
+// block: one a (sequence, head, column tile), each walking its chunks in turn.
+int state_blocks(const DeviceProblem& p, int VP, int VT) { return p.B * p.H * (VP / VT); }
+
 // The state kernels' tile width (fwd.inter, bwd.bk2): kVTile columns a block,
 // or kNarrowVTile where B H VP / kVTile tiles would leave streaming
 // multiprocessors idle (B1 H16 V128: 64 tiles for 132 SMs), since each block
@@ -1385,8 +1446,8 @@ int state_tile(const DeviceProblem& p, int VP) {
   const int forced =
       forced_choice("DELTAPROOF_TC_STATE_TILE", {TcConfig::kNarrowVTile, TcConfig::kVTile});
   if (forced) return forced;
-  return p.B * p.H * (VP / TcConfig::kVTile) < sm_count() ? TcConfig::kNarrowVTile
-                                                          : TcConfig::kVTile;
+  return state_blocks(p, VP, TcConfig::kVTile) < sm_count() ? TcConfig::kNarrowVTile
+                                                            : TcConfig::kVTile;
 }
 
 // bwd.bk2's operand buffers (Bk2Layout): two, chunk c - 1's loaded while c is
@@ -1397,7 +1458,30 @@ int state_tile(const DeviceProblem& p, int VP) {
 int bk2_buffers(const DeviceProblem& p, int VP, int VT) {
   const int forced = forced_choice("DELTAPROOF_TC_BK2_BUFFERS", {1, 2});
   if (forced) return forced;
-  return p.B * p.H * (VP / VT) <= sm_count() ? 2 : 1;
+  return state_blocks(p, VP, VT) <= sm_count() ? 2 : 1;
+}
+
+// bwd.bk1's products in two launches (kXYA then kMKQ, two blocks an SM each)
+// or one (kAllProducts, one block an SM, the products' kernel latency bound at
+// 12% occupancy and IPC 0.44: reports/gpu/055c93a). Two, measured faster at
+// each shape timed (tc_bwd_products 1.60 -> 1.46 ms at B4 T4096, 3.13 -> 2.83
+// at B1 T32768, 4.10 -> 3.62 for 16 packed sequences: reports/gpu/416cd90).
+// The same bits either way. DELTAPROOF_TC_PRODUCTS=1 (or 2) forces one, read
+// at each launch.
+int products_launches() {
+  const int forced = forced_choice("DELTAPROOF_TC_PRODUCTS", {1, 2});
+  return forced ? forced : 2;
+}
+
+// tc_bwd_tokens' blocks a chunk: two (KP / 2 channels each, 95 KB of shared
+// memory and 128 registers: two blocks an SM) or one (all KP channels, 168 KB
+// and 179 registers: one block an SM). Two, measured faster at each shape
+// timed (2.46 -> 1.12 ms at B4 T4096, 4.88 -> 2.14 at B1 T32768, 6.05 -> 2.83
+// for 16 packed sequences: reports/gpu/416cd90). The same bits either way.
+// DELTAPROOF_TC_TOKENS=1 (or 2) forces one, read at each launch.
+int tokens_blocks() {
+  const int forced = forced_choice("DELTAPROOF_TC_TOKENS", {1, 2});
+  return forced ? forced : 2;
 }
 
 // run(VT) with the state tile's width as an integral constant.
@@ -1472,8 +1556,14 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
                  Bk2Layout<KP, TcConfig::kVTile, 2>::kBytes, "tc_bwd_state", p);
     allow_shared(tc_bwd_state<KP, VP, TcConfig::kNarrowVTile, 2>,
                  Bk2Layout<KP, TcConfig::kNarrowVTile, 2>::kBytes, "tc_bwd_state", p);
-    allow_shared(tc_bwd_products<In, KP, VP>, ProductsLayout<KP, VP>::kBytes, "tc_bwd_products", p);
-    allow_shared(tc_bwd_tokens<In, KP>, TokensLayout<KP>::kBytes, "tc_bwd_tokens", p);
+    allow_shared(tc_bwd_products<In, KP, VP, kAllProducts>,
+                 ProductsLayout<KP, VP, kAllProducts>::kBytes, "tc_bwd_products", p);
+    allow_shared(tc_bwd_products<In, KP, VP, kXYA>, ProductsLayout<KP, VP, kXYA>::kBytes,
+                 "tc_bwd_products", p);
+    allow_shared(tc_bwd_products<In, KP, VP, kMKQ>, ProductsLayout<KP, VP, kMKQ>::kBytes,
+                 "tc_bwd_products", p);
+    allow_shared(tc_bwd_tokens<In, KP, KP>, TokensLayout<KP>::kBytes, "tc_bwd_tokens", p);
+    allow_shared(tc_bwd_tokens<In, KP, KP / 2>, TokensLayout<KP / 2>::kBytes, "tc_bwd_tokens", p);
     return true;
   }();
   (void)ready;
@@ -1494,16 +1584,30 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
     if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
   }
   if (stages & kTcBk1Products) {
-    tc_bwd_products<In, KP, VP>
-        <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP>::kBytes, stream>>>(
-            p, s, num_chunks);
+    auto launch = [&](auto part) {
+      constexpr int kPart = decltype(part)::value;
+      tc_bwd_products<In, KP, VP, kPart>
+          <<<chunk_grid, TcConfig::kIntraThreads, ProductsLayout<KP, VP, kPart>::kBytes, stream>>>(
+              p, s, num_chunks);
+    };
+    if (products_launches() == 2) {
+      launch(std::integral_constant<int, kXYA>{});
+      check("tc_bwd_products");
+      launch(std::integral_constant<int, kMKQ>{});
+    } else {
+      launch(std::integral_constant<int, kAllProducts>{});
+    }
     check("tc_bwd_products");
     if (log) log->note("bwd.bk1", "tc_bwd_products");
   }
   if (stages & kTcBk1Tokens) {
-    tc_bwd_tokens<In, KP>
-        <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s,
-                                                                                    num_chunks);
+    if (tokens_blocks() == 2)
+      tc_bwd_tokens<In, KP, KP / 2><<<dim3(num_chunks, p.B * p.H, 2), TcConfig::kIntraThreads,
+                                      TokensLayout<KP / 2>::kBytes, stream>>>(p, s, num_chunks);
+    else
+      tc_bwd_tokens<In, KP, KP>
+          <<<chunk_grid, TcConfig::kIntraThreads, TokensLayout<KP>::kBytes, stream>>>(p, s,
+                                                                                      num_chunks);
     check("tc_bwd_tokens");
     if (log) log->note("bwd.bk1", "tc_bwd_tokens");
   }

@@ -63,19 +63,23 @@ __device__ inline void store_quad(float* at, const float (&v)[kQuad]) {
   *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
 }
 
-// Asks L2 to fetch the 128-byte lines of [at, at + floats) ahead of their use,
-// the block's threads sharing the lines out. No effect on any result (and none
-// in a host build of the kernels): the sequential kernels fetch their next
-// chunk's operands so, and bwd.bk1 its whole chunk's, so that the loads which
-// follow find L2 rather than wait on device memory.
-__device__ inline void prefetch_l2(const float* at, std::size_t floats) {
+// Asks L2 to fetch the 128-byte lines of [at, at + bytes) ahead of their use
+// (prefetch_l2: of `floats` floats), the block's threads sharing the lines out. No effect on any
+// result (and none in a host build of the kernels): the sequential kernels fetch their next chunk's
+// operands so, and bwd.bk1 its whole chunk's, so that the loads which follow find L2 rather than
+// wait on device memory.
+__device__ inline void prefetch_bytes_l2(const void* at, std::size_t bytes) {
 #ifdef __CUDA_ARCH__
-  constexpr int kLine = 32;  // floats per line
-  for (std::size_t i = threadIdx.x * kLine; i < floats; i += blockDim.x * kLine)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(at + i));
+  constexpr int kLine = 128;
+  const char* first = static_cast<const char*>(at);
+  for (std::size_t i = threadIdx.x * kLine; i < bytes; i += blockDim.x * kLine)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(first + i));
 #else
-  (void)at, (void)floats;
+  (void)at, (void)bytes;
 #endif
+}
+__device__ inline void prefetch_l2(const float* at, std::size_t floats) {
+  prefetch_bytes_l2(at, floats * sizeof(float));
 }
 // The same for the vectors of tokens t0 .. t0 + rows - 1 of a token tensor
 // [B,T,H,width] of element type E (up to T), for (b, h).

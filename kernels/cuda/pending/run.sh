@@ -1,14 +1,16 @@
 #!/bin/bash
-# The device call for a pending cuda-tc patch, built by kernels/cuda/pending/build.sh into
-# .carry/next (carry [".carry"], about 17 MB with FLA; move reports/gpu/*/ out of the working
-# tree for the call, the tree's limit, and back after).
+# The device call for a cuda-tc change (a pending patch built by kernels/cuda/pending/build.sh,
+# or a landed commit's binaries packed the same way) in .carry/next (carry [".carry"], about 25 MB
+# with FLA; move reports/gpu/*/ out of the working tree for the call, the tree's limit, and back).
 #   bash kernels/cuda/pending/run.sh [PART...]   (default: checks stages)
+# FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
+# choose) is the environment of the forced runs.
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
-# compute-sanitizer x4; each by default and under the forced variants), stages (tc_stages.py,
-# main's library beside the patch's at B4 T4096, B1 T32768 and 16 packed sequences, then the
-# patch's under each forced variant: DELTAPROOF_TC_INTER_LOOKAHEAD, _INTER_TILE, _PRODUCTS,
-# _TOKENS), fla (tc_vs_fla.py at 1x32768, 4x4096
-# and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
+# compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
+# libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
+# libtc_patch.so under FORCED), ncu (fwd.intra at B4 T4096 line by line: SourceCounters and
+# WarpStateStats with the SASS page; fwd.inter and bwd.bk2 at B1 T32768), fla (tc_vs_fla.py at
+# 1x32768, 4x4096 and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
 # returns at most 8 files. Each step's timeout is cut to what is left of BUDGET seconds (default
 # 540) so that the tarball is written before the call's limit.
@@ -20,6 +22,7 @@ v=.carry/next
 (cd $v && for f in *.xz; do [[ -e $f ]] && xz -d -f $f; done; chmod +x deltaproof cuda_tc_*)
 mkdir -p build/bin && cp $v/deltaproof build/bin/
 PY=${PY:-/opt/torch/.venv/bin/python}
+read -ra forced <<<"${FORCED:-DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1}"
 export PYTHONUNBUFFERED=1
 s() { echo "$*" | tee -a $o/summary.txt; }
 passed() { grep -E '^\[  PASSED|FAILED  \]' "$1" | head -3 | tr '\n' ' '; }
@@ -37,14 +40,14 @@ checks() {
   fi
   limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
   limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
-  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 limited 60 $v/cuda_tc_stages_tests > $o/stages-variants.txt 2>&1; s "stages, fwd.inter tile 64, products in two launches, tokens in two blocks, exit $?: $(passed $o/stages-variants.txt)"
+  limited 60 env "${forced[@]}" $v/cuda_tc_stages_tests > $o/stages-forced.txt 2>&1; s "stages, ${forced[*]}, exit $?: $(passed $o/stages-forced.txt)"
   limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates.json > $o/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $o/gates.txt | head -1)"
-  DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2 limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates-variants.json > $o/gates-variants.txt 2>&1; s "gates, fwd.inter tile 64, products in two launches, tokens in two blocks, exit $?: $(tail -n 2 $o/gates-variants.txt | head -1)"
+  limited 120 env "${forced[@]}" build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates-forced.json > $o/gates-forced.txt 2>&1; s "gates, ${forced[*]}, exit $?: $(tail -n 2 $o/gates-forced.txt | head -1)"
   for tool in memcheck racecheck initcheck synccheck; do
     for fixture in gdn2/t200-c64 kda/varlen-c64-k16; do
-      for variant in DELTAPROOF_TC_PRODUCTS=1 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_INTER_TILE=64 DELTAPROOF_TC_TOKENS=2"; do
+      for variant in "" "${forced[*]}"; do
         limited 60 env $variant compute-sanitizer --tool $tool --error-exitcode 9 build/bin/deltaproof run --backend cuda-tc --phase bwd --fixture fixtures/$fixture.safetensors --out /tmp/s.safetensors > /tmp/san.txt 2>&1
-        s "sanitizer $tool $fixture $variant exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tr '\n' ' ')"
+        s "sanitizer $tool $fixture ${variant:-default} exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tr '\n' ' ')"
         cat /tmp/san.txt >> $o/sanitizers.txt
       done
     done
@@ -55,12 +58,22 @@ stages() {
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
-    for variant in DELTAPROOF_TC_INTER_LOOKAHEAD=1 DELTAPROOF_TC_INTER_LOOKAHEAD=2 DELTAPROOF_TC_INTER_TILE=64 "DELTAPROOF_TC_PRODUCTS=2 DELTAPROOF_TC_TOKENS=2"; do  # products and tokens are stages of their own
-      name=${tag}_$(echo $variant | sed 's/DELTAPROOF_TC_//g; s/[= ]/_/g' | tr A-Z a-z)
-      limited 90 env $variant $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
-    done
+    limited 90 env "${forced[@]}" $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_${tag}_forced.json > $o/tc_stages_${tag}_forced.txt 2>&1; s "tc_stages $tag ${forced[*]} exit $?"
   done
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
+}
+
+ncu() {
+  local sections="--section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"
+  local lines="--section SourceCounters --section WarpStateStats --import-source yes"
+  command ncu --version > $o/ncu-version.txt 2>&1
+  limited 120 command ncu --clock-control none $sections $lines -k regex:tc_fwd_intra --launch-count 1 -o $o/ncu_intra_b4t4096 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --repeats 1 > $o/ncu_intra_b4t4096.log 2>&1; s "ncu fwd.intra B4 T4096 exit $?"
+  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page details > $o/ncu_intra_b4t4096.csv 2>&1; s "ncu details exit $?"
+  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source sass > $o/ncu_intra_b4t4096_sass.csv 2>&1; s "ncu source page (sass) exit $?"
+  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source cuda,sass > $o/ncu_intra_b4t4096_cuda_sass.csv 2>&1; s "ncu source page (cuda,sass) exit $?"
+  for kernel in tc_fwd_state tc_bwd_state; do
+    limited 90 command ncu --clock-control none $sections --csv --page details -k regex:$kernel --launch-count 1 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --B 1 --T 32768 --repeats 1 > $o/ncu_${kernel}_b1t32768.csv 2> $o/ncu_${kernel}_b1t32768.err; s "ncu $kernel B1 T32768 exit $?"
+  done
 }
 
 # FLA's autotuning (7-9 minutes of first calls at these shapes) is kept between sessions:
