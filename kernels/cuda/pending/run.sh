@@ -63,16 +63,16 @@ stages() {
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
 }
 
-ncu() {
+ncu_() {  # the part "ncu" (ncu_, so as not to hide the tool)
   local sections="--section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"
   local lines="--section SourceCounters --section WarpStateStats --import-source yes"
-  command ncu --version > $o/ncu-version.txt 2>&1
-  limited 120 command ncu --clock-control none $sections $lines -k regex:tc_fwd_intra --launch-count 1 -o $o/ncu_intra_b4t4096 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --repeats 1 > $o/ncu_intra_b4t4096.log 2>&1; s "ncu fwd.intra B4 T4096 exit $?"
-  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page details > $o/ncu_intra_b4t4096.csv 2>&1; s "ncu details exit $?"
-  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source sass > $o/ncu_intra_b4t4096_sass.csv 2>&1; s "ncu source page (sass) exit $?"
-  command ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source cuda,sass > $o/ncu_intra_b4t4096_cuda_sass.csv 2>&1; s "ncu source page (cuda,sass) exit $?"
+  ncu --version > $o/ncu-version.txt 2>&1
+  limited 120 ncu --clock-control none $sections $lines -k regex:tc_fwd_intra --launch-count 1 -o $o/ncu_intra_b4t4096 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --repeats 1 > $o/ncu_intra_b4t4096.log 2>&1; s "ncu fwd.intra B4 T4096 exit $?"
+  ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page details > $o/ncu_intra_b4t4096.csv 2>&1; s "ncu details exit $?"
+  ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source sass > $o/ncu_intra_b4t4096_sass.csv 2>&1; s "ncu source page (sass) exit $?"
+  ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source cuda,sass > $o/ncu_intra_b4t4096_cuda_sass.csv 2>&1; s "ncu source page (cuda,sass) exit $?"
   for kernel in tc_fwd_state tc_bwd_state; do
-    limited 90 command ncu --clock-control none $sections --csv --page details -k regex:$kernel --launch-count 1 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --B 1 --T 32768 --repeats 1 > $o/ncu_${kernel}_b1t32768.csv 2> $o/ncu_${kernel}_b1t32768.err; s "ncu $kernel B1 T32768 exit $?"
+    limited 90 ncu --clock-control none $sections --csv --page details -k regex:$kernel --launch-count 1 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --B 1 --T 32768 --repeats 1 > $o/ncu_${kernel}_b1t32768.csv 2> $o/ncu_${kernel}_b1t32768.err; s "ncu $kernel B1 T32768 exit $?"
   done
 }
 
@@ -97,6 +97,7 @@ fla() {
 
 for part in ${*:-checks stages}; do
   s "part $part"
+  [[ $part == ncu ]] && part=ncu_
   $part
 done
 cp $o/summary.txt "${OUT:?}/" && tar -cJf "$OUT/out.tar.xz" -C "$(dirname $o)" "$(basename $o)"
