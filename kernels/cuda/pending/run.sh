@@ -4,11 +4,12 @@
 # with FLA; move reports/gpu/*/ out of the working tree for the call, the tree's limit, and back).
 #   bash kernels/cuda/pending/run.sh [PART...]   (default: checks stages)
 # FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
-# choose) is the environment of the forced runs.
+# choose) is the environment of the forced runs; VARIANTS (default FORCED), environments separated
+# by ';', those the stages part times libtc_patch.so under.
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
-# libtc_patch.so under FORCED), ncu (fwd.intra at B4 T4096 line by line: SourceCounters and
+# libtc_patch.so under each of VARIANTS), ncu (fwd.intra at B4 T4096 line by line: SourceCounters and
 # WarpStateStats with the SASS page; fwd.inter and bwd.bk2 at B1 T32768), fla (tc_vs_fla.py at
 # 1x32768, 4x4096 and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
@@ -58,7 +59,11 @@ stages() {
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
-    limited 90 env "${forced[@]}" $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_${tag}_forced.json > $o/tc_stages_${tag}_forced.txt 2>&1; s "tc_stages $tag ${forced[*]} exit $?"
+    IFS=';' read -ra variants <<<"${VARIANTS:-${forced[*]}}"
+    for variant in "${variants[@]}"; do
+      name=${tag}_$(echo $variant | sed 's/DELTAPROOF_TC_//g; s/[= ]/_/g' | tr A-Z a-z)
+      limited 90 env $variant $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
+    done
   done
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
 }
