@@ -15,19 +15,20 @@
 //   fwd.inter   tc_fwd_state   grid (V tiles, B*H)   in chunk order: S0 (stored), U = Ut - Wt S0
 //                                                    (stored), S_end = decay_end S0 + Kdec^T U; ht
 //   fwd.output  tc_fwd_output  grid (chunks, B*H)    O = Qg S0 + M U
-// Backward, three kernels (the names of DESIGN.md section 2):
+// Backward, three kernels, four launches (the names of DESIGN.md section 2):
 //   bwd.bk2     tc_bwd_state     grid (V tiles, B*H)   in reverse chunk order: dU = M^T dO +
 //   (+ glue)                                           Kdec dS_end (stored), dS0 = Qg^T dO +
 //                                                      Diag(exp G_C) dS_end - Wt^T dU handed to
 //                                                      the chunk before; dS_end stored; dh0
-//   bwd.bk1     tc_bwd_products  grid (chunks, B*H)    the matrix adjoints on the tensor cores:
-//                                                      dX, dW, dV, dM, dQg, dKdec, d_decay_end,
-//                                                      dY, dA
-//               tc_bwd_tokens    grid (chunks, B*H)    dq dk db through the pairwise decays (the
+//   bwd.bk1     tc_bwd_products  grid (chunks, B*H)    the matrix adjoints on the tensor cores,
+//                                                      in two launches: dX, dW, dV, dY, dA
+//                                                      (kXYA), then dM, dQg, dKdec, d_decay_end
+//                                                      (kMKQ)
+//               tc_bwd_tokens    grid (chunks, B*H, 2) dq dk db through the pairwise decays (the
 //                                                      blocks on the tensor cores through a
 //                                                      reference row, a diagonal block whose
 //                                                      decays are wide in f32); dg by a reverse
-//                                                      cumulative sum
+//                                                      cumulative sum; half the channels a block
 // The recurrences over chunks are the only sequential parts; they are
 // separable over the columns of the state (V), so fwd.inter and bwd.bk2 give
 // each block a tile of them.
