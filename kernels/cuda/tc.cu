@@ -265,7 +265,13 @@ struct IntraLayout {
   static constexpr std::size_t kR4 = round16(max(4 * kC * kT, 2 * kC * kB));
   static constexpr std::size_t kBytes = kR1 + kR2 + kR3 + kR4;
 };
-static_assert(IntraLayout<128, 128>::kBytes <= 113 * 1024, "two fwd.intra blocks fit an SM");
+// Whether two blocks of `bytes` of shared memory each (dynamic and static) fit
+// an SM of sm_90: 228 KB an SM, 1 KB of it reserved a block. kWideFlagBytes:
+// the static `wide` flag of fwd.intra and tc_bwd_tokens, as ptxas counts it.
+constexpr bool two_blocks_fit(std::size_t bytes) { return 2 * (bytes + 1024) <= 228 * 1024; }
+constexpr std::size_t kWideFlagBytes = 16;
+static_assert(two_blocks_fit(IntraLayout<128, 128>::kBytes + kWideFlagBytes),
+              "two fwd.intra blocks fit an SM");
 
 template <class In, int KP, int VP>
 __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
@@ -1020,11 +1026,10 @@ struct ProductsLayout {
   static constexpr std::size_t kBytes = sizeof(bf16) * kElements;
 };
 
-// Two blocks of a split part an SM: 228 KB of shared memory an SM on sm_90, 1 KB
-// of it reserved a block; 128 registers a thread (the launch bounds' 2; 0, no
-// minimum, for the one-launch kernel, as it was).
-static_assert(2 * (ProductsLayout<128, 128, kXYA>::kBytes + 1024) <= 228 * 1024 &&
-                  2 * (ProductsLayout<128, 128, kMKQ>::kBytes + 1024) <= 228 * 1024,
+// Two blocks of a split part an SM; 128 registers a thread (the launch bounds'
+// 2; 0, no minimum, for the one-launch kernel, as it was).
+static_assert(two_blocks_fit(ProductsLayout<128, 128, kXYA>::kBytes) &&
+                  two_blocks_fit(ProductsLayout<128, 128, kMKQ>::kBytes),
               "a split products part must fit two blocks an SM");
 
 template <class In, int KP, int VP, int Part>
@@ -1193,7 +1198,7 @@ struct TokensLayout {
       sizeof(bf16) * (3 * kC * kH + 2 * kC * kD) + sizeof(float) * (3 * kC * kF + kBlocks * KP);
 };
 
-static_assert(2 * (TokensLayout<64>::kBytes + 1024 + 16) <= 228 * 1024,
+static_assert(two_blocks_fit(TokensLayout<64>::kBytes + kWideFlagBytes),
               "tc_bwd_tokens at 64 channels a block must fit two blocks an SM");
 
 // KW: the channels a block takes, KP (one block a chunk) or KP / 2 (two, the

@@ -35,7 +35,7 @@ limited() {  # seconds command...: the command under a timeout no later than the
 }
 s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 
-checks() {
+part_checks() {
   if [[ -x $v/cuda_tc_tests_red ]]; then  # build.sh's RED patch: the variants test must fail
     limited 60 $v/cuda_tc_tests_red --gtest_filter='CudaTcStateVariants.*' > $o/tc_tests-red.txt 2>&1; s "RED build, CudaTcStateVariants (must fail) exit $?: $(passed $o/tc_tests-red.txt)"
   fi
@@ -55,7 +55,7 @@ checks() {
   done
 }
 
-stages() {
+part_stages() {
   for shape in "--B 4 --T 4096" "--B 1 --T 32768" "--varlen 16"; do
     tag=$(echo $shape | tr -d ' -')
     limited 90 $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$tag.json > $o/tc_stages_$tag.txt 2>&1; s "tc_stages $tag exit $?"
@@ -68,7 +68,7 @@ stages() {
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
 }
 
-ncu_() {  # the part "ncu" (ncu_, so as not to hide the tool)
+part_ncu() {
   local sections="--section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"
   local lines="--section SourceCounters --section WarpStateStats --import-source yes"
   ncu --version > $o/ncu-version.txt 2>&1
@@ -86,7 +86,7 @@ ncu_() {  # the part "ncu" (ncu_, so as not to hide the tool)
 # and its *.autotune.json files come back as $OUT/fla-autotune-<GPU>.tar.xz; carried as
 # .carry/fla-autotune-<GPU>.tar.xz, the next call on that GPU model reads FLA's choices from it
 # and compiles only those (tc_vs_fla.py's method line says so).
-fla() {
+part_fla() {
   mkdir -p .fla && tar -xJf .carry/fla.tar.xz -C .fla
   local gpu cache=/tmp/triton-cache
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9\n' _)
@@ -101,8 +101,8 @@ fla() {
 }
 
 for part in ${*:-checks stages}; do
+  declare -F "part_$part" >/dev/null || { s "no part '$part': checks, stages, ncu or fla"; continue; }
   s "part $part"
-  [[ $part == ncu ]] && part=ncu_
-  $part
+  "part_$part"
 done
 cp $o/summary.txt "${OUT:?}/" && tar -cJf "$OUT/out.tar.xz" -C "$(dirname $o)" "$(basename $o)"
