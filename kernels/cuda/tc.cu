@@ -483,25 +483,37 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   }
   __syncthreads();
   // The blocks below the diagonal, one diagonal of blocks at a time:
-  // Tinv_RI = -Tinv_RR sum_{J=I}^{R-1} A_RJ Tinv_JI.
+  // Tinv_RI = -Tinv_RR sum_{J=I}^{R-1} A_RJ Tinv_JI, a thread four adjacent
+  // columns of a row (one shared load of A or Tinv_RR for four products; each
+  // element the same sums in the same order as a column a thread: fwd.intra
+  // 2-4% faster, reports/gpu/ecdfdf4).
+  constexpr int kQ = 4, kRowQuads = kBlock / kQ;
   for (int d = 1; d < kBlocks; ++d) {
-    const int count = (kBlocks - d) * kBlock * kBlock;
+    const int count = (kBlocks - d) * kBlock * kRowQuads;
     for (int idx = tid; idx < count; idx += blockDim.x) {
-      const int blk = idx / (kBlock * kBlock), R = d + blk, I = R - d;
-      const int rl = idx / kBlock % kBlock, il = idx % kBlock;
-      float y = 0.0f;
-      for (int j = kBlock * I; j < kBlock * R; ++j)
-        y += A[(kBlock * R + rl) * L::kT + j] * Tinv[j * L::kT + kBlock * I + il];
-      Y[(blk * kBlock + rl) * L::kY + il] = y;
+      const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
+      const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
+      float y[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int j = kBlock * I; j < kBlock * R; ++j) {
+        const float a = A[(kBlock * R + rl) * L::kT + j];
+#pragma unroll
+        for (int e = 0; e < kQ; ++e) y[e] += a * Tinv[j * L::kT + kBlock * I + il + e];
+      }
+#pragma unroll
+      for (int e = 0; e < kQ; ++e) Y[(blk * kBlock + rl) * L::kY + il + e] = y[e];
     }
     __syncthreads();
     for (int idx = tid; idx < count; idx += blockDim.x) {
-      const int blk = idx / (kBlock * kBlock), R = d + blk, I = R - d;
-      const int rl = idx / kBlock % kBlock, il = idx % kBlock;
-      float x = 0.0f;
-      for (int m = 0; m < kBlock; ++m)
-        x -= Tinv[(kBlock * R + rl) * L::kT + kBlock * R + m] * Y[(blk * kBlock + m) * L::kY + il];
-      Tinv[(kBlock * R + rl) * L::kT + kBlock * I + il] = x;
+      const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
+      const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
+      float x[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int m = 0; m < kBlock; ++m) {
+        const float t = Tinv[(kBlock * R + rl) * L::kT + kBlock * R + m];
+#pragma unroll
+        for (int e = 0; e < kQ; ++e) x[e] -= t * Y[(blk * kBlock + m) * L::kY + il + e];
+      }
+#pragma unroll
+      for (int e = 0; e < kQ; ++e) Tinv[(kBlock * R + rl) * L::kT + kBlock * I + il + e] = x[e];
     }
     __syncthreads();
   }
