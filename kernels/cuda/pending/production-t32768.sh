@@ -1,6 +1,7 @@
 #!/bin/bash
-# The production gates at B1 T32768 H1 (gdn2, then kda) for the build in .carry/next beside an
-# older one (.carry/triage/deltaproof-main.xz, 562c4b6's), on the same fixtures and noise models
+# The production gates at B1 T32768 H1 (gdn2, then kda) for the build in .carry/next (build.sh of
+# a pending patch, e.g. issue38-diagonal-split.patch) beside an older one
+# (.carry/triage/deltaproof-main.xz, 562c4b6's), on the same fixtures and noise models
 # (.carry/noise, 39dd1dd's), with scripts/alpha_contributions.py on each build's db in chunk 337
 # of gdn2 against the other's. A device call, carry [".carry"]; BUDGET seconds (default 300)
 # bound the kda fixture's generation, the last step:
