@@ -1,10 +1,14 @@
 #!/bin/bash
-# The production gates at B1 T32768 H1 (gdn2, then kda) for the build in .carry/next (build.sh of
-# a pending patch, e.g. issue38-diagonal-split.patch) beside an older one
-# (.carry/triage/deltaproof-main.xz, 562c4b6's), on the same fixtures and noise models
-# (.carry/noise, 39dd1dd's), with scripts/alpha_contributions.py on each build's db in chunk 337
-# of gdn2 against the other's. A device call, carry [".carry"]; BUDGET seconds (default 300)
-# bound the kda fixture's generation, the last step:
+# Two deltaproof builds on the production fixtures at B1 T32768 H1 (OPS, default "gdn2 kda"): each
+# fixture generated once (scripts/gpu-production.sh, about 100 s each) with the noise models of
+# .carry/noise (39dd1dd's), both builds' cuda-tc bwd gates on it, and for gdn2 both builds' outputs
+# and scripts/alpha_contributions.py on db in chunk 337 (reports/gpu/562c4b6's red), each build
+# against the other. NEW and OLD name the builds (stripped, xz'd); by default .carry/next's (build.sh
+# of a pending patch, e.g. issue38-diagonal-split.patch) and 562c4b6's as built
+# (.carry/triage/deltaproof-main.xz, the red reference). reports/gpu/ecdfdf4/triage was this
+# comparison with NEW a 562c4b6 tree built with TcConfig::kSpanLimit = 0 (every diagonal block
+# pairwise in f32, the arithmetic before 28dd87e), OPS=gdn2. A device call, carry [".carry"];
+# BUDGET seconds (default 300) bound the generation of every fixture after the first:
 #   bash kernels/cuda/pending/production-t32768.sh
 # Everything lands in $OUT/production-t32768.tar.xz and $OUT/production-summary.txt.
 set -uo pipefail
@@ -12,16 +16,18 @@ cd "$(dirname "$0")/../../.."
 o=/tmp/production-t32768
 deadline=$((SECONDS + ${BUDGET:-300}))
 mkdir -p $o build/bin production/noise
-xz -dc .carry/next/deltaproof.xz >$o/deltaproof-new && chmod +x $o/deltaproof-new
-xz -dc .carry/triage/deltaproof-main.xz >$o/deltaproof-old && chmod +x $o/deltaproof-old
+xz -dc "${NEW:-.carry/next/deltaproof.xz}" >$o/deltaproof-new && chmod +x $o/deltaproof-new
+xz -dc "${OLD:-.carry/triage/deltaproof-main.xz}" >$o/deltaproof-old && chmod +x $o/deltaproof-old
 cp $o/deltaproof-new build/bin/deltaproof
 cp .carry/noise/*.json production/noise/
 s() { echo "$*" | tee -a $o/summary.txt; cp $o/summary.txt "${OUT:?}/production-summary.txt"; }
-for op in gdn2 kda; do
-  if [[ $op == kda ]] && ((deadline - SECONDS < 150)); then
-    s "kda skipped: $((deadline - SECONDS)) s left"
+first=1
+for op in ${OPS:-gdn2 kda}; do
+  if ((!first && deadline - SECONDS < 150)); then
+    s "$op skipped: $((deadline - SECONDS)) s left"
     break
   fi
+  first=0
   PRODUCTION_NOISE_IN=.carry/noise PRODUCTION_ONLY="$op/t32768*" PRODUCTION_STEPS=1 \
     bash scripts/gpu-production.sh $o/gen-$op >$o/gen-$op.txt 2>&1
   s "gen $op exit $?: $(grep gen-production $o/gen-$op/summary.txt)"

@@ -6,8 +6,7 @@
 # FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
 # choose) is the environment of the forced runs; VARIANTS (default FORCED), environments separated
 # by ';', those the stages part times libtc_patch.so under.
-# Parts: probe (CudaTcStateVariants alone, 40 s; see part_probe), checks (the red build;
-# cuda_tc_tests; the stage tests; the cuda-tc gates;
+# Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
 # libtc_patch.so under each of VARIANTS), ncu (fwd.intra at B4 T4096 line by line: SourceCounters and
@@ -36,22 +35,6 @@ limited() {  # seconds command...: the command under a timeout no later than the
   timeout $((want < left ? want : left)) "$@"
 }
 s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-
-# The variants test alone, 40 s at most: a cluster barrier that never completes hangs rather
-# than fails, so where it does not pass, DELTAPROOF_TC_INTER_CLUSTER leaves FORCED and VARIANTS
-# for the parts after it.
-part_probe() {
-  limited 40 $v/cuda_tc_tests --gtest_filter='CudaTcStateVariants.*' > $o/probe.txt 2>&1
-  local rc=$?
-  s "probe: CudaTcStateVariants exit $rc: $(passed $o/probe.txt)"
-  if ((rc != 0)); then
-    local kept=() f
-    for f in "${forced[@]}"; do [[ $f == DELTAPROOF_TC_INTER_CLUSTER=* ]] || kept+=("$f"); done
-    forced=("${kept[@]}")
-    VARIANTS=$(echo "${VARIANTS:-}" | sed 's/DELTAPROOF_TC_INTER_CLUSTER=1//g; s/ *; */;/g; s/;;*/;/g; s/^;//; s/;$//')
-    s "probe failed: DELTAPROOF_TC_INTER_CLUSTER left out (forced: ${forced[*]}; variants: $VARIANTS)"
-  fi
-}
 
 part_checks() {
   if [[ -x $v/cuda_tc_tests_red ]]; then  # build.sh's RED patch: the variants test must fail
@@ -119,8 +102,8 @@ part_fla() {
 }
 
 for part in ${*:-checks stages}; do
-  declare -F "part_$part" >/dev/null || { s "no part '$part': probe, checks, stages, ncu or fla"; continue; }
+  declare -F "part_$part" >/dev/null || { s "no part '$part': checks, stages, ncu or fla"; continue; }
   s "part $part"
   "part_$part"
 done
-cp $o/summary.txt "${OUT:?}/" && tar -cJf "$OUT/out.tar.xz" -C "$(dirname $o)" "$(basename $o)"
+tar -cJf "${OUT:?}/out.tar.xz" -C "$(dirname $o)" "$(basename $o)"
