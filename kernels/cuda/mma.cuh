@@ -43,6 +43,14 @@ __device__ inline std::uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
+// What pack(x0, x1) = hi left out, x - hi (exact in f32), as a bf16 pair: a
+// product through both parts (hi b + rest b) carries about 16 significant bits
+// of x rather than 8.
+__device__ inline std::uint32_t pack_rest(float x0, float x1, std::uint32_t hi) {
+  const float2 h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&hi));
+  return pack(x0 - h.x, x1 - h.y);
+}
+
 // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8 (x4: four
 // 8 x 8 matrices; x2: two, lanes 0-15); register i of every lane receives
 // matrix i's elements (row lane / 4, columns 2 (lane % 4) and + 1), or with

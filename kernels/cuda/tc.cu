@@ -42,8 +42,10 @@
 // n the first row of block R, both <= 1 for a log-decay g <= 0. A diagonal
 // block goes through its first row too where no channel's G spans more than
 // kSpanLimit = 60 in it (one factor <= 1, the other <= e^60, both well inside
-// bf16's range; the rounding is the products' own), and takes exp(G_r - G_i)
-// per pair and channel in f32 where one does. Rows past T (a partial
+// bf16's range), each operand there in two bf16 parts (mma::pack_rest: about
+// 16 significant bits, near the pairwise f32 path's arithmetic: at 8, one ulp
+// moved db's slope out of its band at T = 32768, docs/PRECISION.md), and
+// takes exp(G_r - G_i) per pair and channel in f32 where one does. Rows past T (a partial
 // last chunk) are read as zeros: their g = 0 keeps G at the last real row.
 //
 // Determinism: no atomic sums (the one atomic, cumulative_decay's atomicOr of a
@@ -330,17 +332,18 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // Below the diagonal (I < R) both factors are <= 1 for g <= 0. A diagonal
   // block (I = R) takes its factors the same way where its decays are narrow
   // (no channel's G spans more than kSpanLimit in the block, so that neither
-  // factor leaves bf16's range; diagonal_on_tensor_cores) and pair by pair in
-  // f32 below where they are not.
+  // factor leaves bf16's range; diagonal_on_tensor_cores), its operands in two
+  // parts, and pair by pair in f32 below where they are not.
   const float scale = p.scale;
   bf16* M = s.M + n * kC * kC;
   const unsigned wide_blocks = wide;
   for (int task = 0; task < 2; ++task) {
     const int RI = kIntraTasks[warp][task], R = RI / kBlocks, I = RI % kBlocks, ref = kBlock * R;
     if (RI < 0 || (I == R && !diagonal_on_tensor_cores(wide_blocks, R))) continue;
+    const bool split = I == R;  // the diagonal block: every operand in two parts (pack_rest)
     Acc a[2], m[2];
     for (int ks = 0; ks < KP / mma::kK; ++ks) {
-      FragA fa, fq;
+      FragA fa, fq, fa_rest{}, fq_rest{};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int r = ref + l.g + (j & 1) * 8, col = ks * mma::kK + 2 * l.t + (j >> 1) * 8;
@@ -349,22 +352,36 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
         const float e0 = __expf(Gr[0] - Gn[0]), e1 = __expf(Gr[1] - Gn[1]);
         const float2 kr = pair(Kk + r * L::kH + col), br = pair(Bg + r * L::kH + col);
         const float2 qr = pair(Q + r * L::kH + col);
-        fa.r[j] = mma::pack(br.x * kr.x * e0, br.y * kr.y * e1);
-        fq.r[j] = mma::pack(scale * qr.x * e0, scale * qr.y * e1);
+        const float a0 = br.x * kr.x * e0, a1 = br.y * kr.y * e1;
+        const float q0 = scale * qr.x * e0, q1 = scale * qr.y * e1;
+        fa.r[j] = mma::pack(a0, a1);
+        fq.r[j] = mma::pack(q0, q1);
+        if (split) {
+          fa_rest.r[j] = mma::pack_rest(a0, a1, fa.r[j]);
+          fq_rest.r[j] = mma::pack_rest(q0, q1, fq.r[j]);
+        }
       }
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        FragB fk;
+        FragB fk, fk_rest{};
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int i = kBlock * I + 8 * nt + l.g, col = ks * mma::kK + 2 * l.t + 8 * j;
           const float* Gi = G + i * L::kF + col;
           const float* Gn = G + ref * L::kF + col;
           const float2 ki = pair(Kk + i * L::kH + col);
-          fk.r[j] = mma::pack(ki.x * __expf(Gn[0] - Gi[0]), ki.y * __expf(Gn[1] - Gi[1]));
+          const float k0 = ki.x * __expf(Gn[0] - Gi[0]), k1 = ki.y * __expf(Gn[1] - Gi[1]);
+          fk.r[j] = mma::pack(k0, k1);
+          if (split) fk_rest.r[j] = mma::pack_rest(k0, k1, fk.r[j]);
         }
         mma::mma(a[nt], fa, fk);
         mma::mma(m[nt], fq, fk);
+        if (split) {  // hi hi + hi rest + rest hi: the rest's product is below f32's sum
+          mma::mma(a[nt], fa, fk_rest);
+          mma::mma(a[nt], fa_rest, fk);
+          mma::mma(m[nt], fq, fk_rest);
+          mma::mma(m[nt], fq_rest, fk);
+        }
       }
     }
 #pragma unroll
@@ -1303,16 +1320,22 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, KW == KP ? 0 : 2)
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
         const int k = col0 + j * mma::kN + l.g;
-        FragB fk;
+        FragB fk, fk_rest{};
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
           const int i = kBlock * I + 2 * l.t + 8 * jj;
-          fk.r[jj] = mma::pack(
-              f(Kk, i * L::kH + k) * __expf(G[ref * L::kF + k] - G[i * L::kF + k]),
-              f(Kk, (i + 1) * L::kH + k) * __expf(G[ref * L::kF + k] - G[(i + 1) * L::kF + k]));
+          const float k0 = f(Kk, i * L::kH + k) * __expf(G[ref * L::kF + k] - G[i * L::kF + k]);
+          const float k1 =
+              f(Kk, (i + 1) * L::kH + k) * __expf(G[ref * L::kF + k] - G[(i + 1) * L::kF + k]);
+          fk.r[jj] = mma::pack(k0, k1);
+          if (I == blk) fk_rest.r[jj] = mma::pack_rest(k0, k1, fk.r[jj]);
         }
         mma::mma(dQM[j], fm, fk);
         mma::mma(dBK[j], fa, fk);
+        if (I == blk) {  // the diagonal block: k e in two parts (dM, dA are bf16 already)
+          mma::mma(dQM[j], fm, fk_rest);
+          mma::mma(dBK[j], fa, fk_rest);
+        }
       }
     }
 #pragma unroll
@@ -1363,18 +1386,28 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, KW == KP ? 0 : 2)
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
         const int k = col0 + j * mma::kN + l.g;
-        FragB fq, fbk;
+        FragB fq, fbk, fq_rest{}, fbk_rest{};
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
           const int r = kBlock * R + 2 * l.t + 8 * jj;
           const float e0 = __expf(G[r * L::kF + k] - G[ref * L::kF + k]);
           const float e1 = __expf(G[(r + 1) * L::kF + k] - G[ref * L::kF + k]);
-          fq.r[jj] = mma::pack(f(Q, r * L::kH + k) * e0, f(Q, (r + 1) * L::kH + k) * e1);
-          fbk.r[jj] = mma::pack(f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k) * e0,
-                                f(Bg, (r + 1) * L::kH + k) * f(Kk, (r + 1) * L::kH + k) * e1);
+          const float q0 = f(Q, r * L::kH + k) * e0, q1 = f(Q, (r + 1) * L::kH + k) * e1;
+          const float bk0 = f(Bg, r * L::kH + k) * f(Kk, r * L::kH + k) * e0;
+          const float bk1 = f(Bg, (r + 1) * L::kH + k) * f(Kk, (r + 1) * L::kH + k) * e1;
+          fq.r[jj] = mma::pack(q0, q1);
+          fbk.r[jj] = mma::pack(bk0, bk1);
+          if (R == blk) {
+            fq_rest.r[jj] = mma::pack_rest(q0, q1, fq.r[jj]);
+            fbk_rest.r[jj] = mma::pack_rest(bk0, bk1, fbk.r[jj]);
+          }
         }
         mma::mma(dKM[j], fm, fq);
         mma::mma(dKA[j], fa, fbk);
+        if (R == blk) {  // the diagonal block: q e and b k e in two parts
+          mma::mma(dKM[j], fm, fq_rest);
+          mma::mma(dKA[j], fa, fbk_rest);
+        }
       }
     }
 #pragma unroll

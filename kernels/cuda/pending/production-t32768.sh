@@ -4,10 +4,11 @@
 # .carry/noise (39dd1dd's), both builds' cuda-tc bwd gates on it, and for gdn2 both builds' outputs
 # and scripts/alpha_contributions.py on db in chunk 337 (reports/gpu/562c4b6's red), each build
 # against the other. NEW and OLD name the builds (stripped, xz'd); by default .carry/next's (build.sh
-# of a pending patch, e.g. issue38-diagonal-split.patch) and 562c4b6's as built
+# of a pending patch) and 562c4b6's as built
 # (.carry/triage/deltaproof-main.xz, the red reference). reports/gpu/ecdfdf4/triage was this
 # comparison with NEW a 562c4b6 tree built with TcConfig::kSpanLimit = 0 (every diagonal block
-# pairwise in f32, the arithmetic before 28dd87e), OPS=gdn2. A device call, carry [".carry"];
+# pairwise in f32, the arithmetic before 28dd87e), OPS=gdn2; reports/gpu/512b3d8/t32768 with NEW
+# the two-part diagonal operands (landed after b19c96c). A device call, carry [".carry"];
 # BUDGET seconds (default 300) bound the generation of every fixture after the first:
 #   bash kernels/cuda/pending/production-t32768.sh
 # Everything lands in $OUT/production-t32768.tar.xz and $OUT/production-summary.txt.
