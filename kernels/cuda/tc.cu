@@ -148,52 +148,82 @@ struct Piece {
   }
 };
 
-// Rows t0 .. t0 + 63 of two token tensors x and y of `width` channels (up to
-// Width), for (b, h): store(r, i, x, y) for every row r and channel i < Width,
-// zeros past T and past width. Where a row is whole 16-byte pieces, each
-// thread issues all its loads of both tensors before it uses one (the block
-// waits on device memory once, not once per element); else element by element.
+// A thread's part of rows t0 .. t0 + 63 of N token tensors of `width`
+// channels (up to Width), for (b, h): fetch issues every load of all N before
+// any is used (the block waits on device memory once, not once per tensor or
+// element) and keeps them in registers; store(r, i, x) hands each row r and
+// channel i < Width over, x[n] tensor n's value, zeros past T and past width.
+// Where a row is not whole 16-byte pieces, fetch loads nothing and store reads
+// element by element.
+template <class In, int Width, int N>
+struct RowPieces {
+  static constexpr int kVec = Piece<In>::kVec, kPieces = kC * Width / kVec;
+  static constexpr int kPerThread = kPieces / TcConfig::kIntraThreads;
+  static_assert(kPieces % TcConfig::kIntraThreads == 0, "every thread loads as many pieces");
+  uint4 raw[N][kPerThread];
+
+  __device__ void fetch(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
+                        int t0) {
+    if (width % kVec != 0) return;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = threadIdx.x + j * TcConfig::kIntraThreads;
+      const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec, t = t0 + r;
+#pragma unroll
+      for (int n = 0; n < N; ++n) raw[n][j] = make_uint4(0, 0, 0, 0);
+      if (const long long row = source_row(p, b, t); i < width && row >= 0) {
+        const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
+#pragma unroll
+        for (int n = 0; n < N; ++n)
+          raw[n][j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(x[n]) + at));
+      }
+    }
+  }
+
+  template <class Store>
+  __device__ void store(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
+                        int t0, Store store) const {
+    if (width % kVec != 0) {
+      for (int idx = threadIdx.x; idx < kC * Width; idx += blockDim.x) {
+        const int r = idx / Width, i = idx % Width, t = t0 + r;
+        float v[N] = {};
+        if (const long long row = source_row(p, b, t); i < width && row >= 0) {
+          const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
+#pragma unroll
+          for (int n = 0; n < N; ++n) v[n] = read_input<In>(x[n], at);
+        }
+        store(r, i, v);
+      }
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = threadIdx.x + j * TcConfig::kIntraThreads;
+      const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec;
+      float wide[N][kVec];
+#pragma unroll
+      for (int n = 0; n < N; ++n) Piece<In>::widen(raw[n][j], wide[n]);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        float v[N];
+#pragma unroll
+        for (int n = 0; n < N; ++n) v[n] = wide[n][e];
+        store(r, i + e, v);
+      }
+    }
+  }
+};
+
+// Rows t0 .. t0 + 63 of two token tensors x and y (RowPieces: every load of
+// both in flight before either is used): store(r, i, x, y).
 template <class In, int Width, class Store>
 __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void* y, int width,
                                int b, int h, int t0, Store store) {
-  constexpr int kVec = Piece<In>::kVec, kPieces = kC * Width / kVec;
-  constexpr int kPerThread = kPieces / TcConfig::kIntraThreads;
-  static_assert(kPieces % TcConfig::kIntraThreads == 0, "every thread loads as many pieces");
-  const int tid = threadIdx.x;
-  if (width % kVec != 0) {
-    for (int idx = tid; idx < kC * Width; idx += blockDim.x) {
-      const int r = idx / Width, i = idx % Width, t = t0 + r;
-      float xv = 0.0f, yv = 0.0f;
-      if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-        const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
-        xv = read_input<In>(x, at), yv = read_input<In>(y, at);
-      }
-      store(r, i, xv, yv);
-    }
-    return;
-  }
-  uint4 xs[kPerThread], ys[kPerThread];
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int idx = tid + j * TcConfig::kIntraThreads;
-    const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec, t = t0 + r;
-    xs[j] = ys[j] = make_uint4(0, 0, 0, 0);
-    if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-      const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
-      xs[j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(x) + at));
-      ys[j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(y) + at));
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int idx = tid + j * TcConfig::kIntraThreads;
-    const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec;
-    float xv[kVec], yv[kVec];
-    Piece<In>::widen(xs[j], xv);
-    Piece<In>::widen(ys[j], yv);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) store(r, i + e, xv[e], yv[e]);
-  }
+  const void* const tensors[2] = {x, y};
+  RowPieces<In, Width, 2> pieces;
+  pieces.fetch(p, tensors, width, b, h, t0);
+  pieces.store(p, tensors, width, b, h, t0,
+               [&](int r, int i, const float(&v)[2]) { store(r, i, v[0], v[1]); });
 }
 
 // G_r = sum_{i<=r} g_i in place, per channel (a thread each) of the chunk's
@@ -206,22 +236,28 @@ constexpr float kSpanLimit = TcConfig::kSpanLimit;
 __device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld, int width,
                                         unsigned* wide = nullptr) {
   for (int i = threadIdx.x; i < width; i += blockDim.x) {
-    float running = 0.0f, low = 0.0f, high = 0.0f;
+    float running = 0.0f;
     unsigned blocks = 0;
-    for (int r = 0; r < kC; ++r) {
-      const float g = G[r * ld + i];
-      float stored;
-      if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
-        stored = running;
-        running += g;
-      } else {
-        running += g;
-        stored = running;
+    for (int blk = 0; blk < kBlocks; ++blk) {
+      float g[kBlock];  // the block's 16 loads in flight together, then the serial sums
+#pragma unroll
+      for (int r = 0; r < kBlock; ++r) g[r] = G[(kBlock * blk + r) * ld + i];
+      float low = 0.0f, high = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kBlock; ++r) {
+        float stored;
+        if (DP_FAULT(p.faults, cumulative_decay_off_by_one)) {
+          stored = running;
+          running += g[r];
+        } else {
+          running += g[r];
+          stored = running;
+        }
+        G[(kBlock * blk + r) * ld + i] = stored;
+        low = r == 0 ? stored : fminf(low, stored);
+        high = r == 0 ? stored : fmaxf(high, stored);
       }
-      G[r * ld + i] = stored;
-      low = r % kBlock == 0 ? stored : fminf(low, stored);
-      high = r % kBlock == 0 ? stored : fmaxf(high, stored);
-      if (r % kBlock == kBlock - 1 && !(high - low <= kSpanLimit)) blocks |= 1u << (r / kBlock);
+      if (!(high - low <= kSpanLimit)) blocks |= 1u << blk;
     }
     if (wide && blocks) atomicOr(wide, blocks);
   }
@@ -231,9 +267,12 @@ __device__ inline void cumulative_decay(const DeviceProblem& p, float* G, int ld
 // fwd.intra
 // ---------------------------------------------------------------------------
 
-// fwd.intra's blocks (R, I) of A and M, R * 4 + I, one or two a warp (-1: none).
+// fwd.intra's blocks (R, I) of A and M, R * 4 + I, one or two a warp (-1: none):
+// each diagonal block (0, 5, 10, 15) a warp of its own, since its operands in
+// two parts take three products for one (the phase lasts as long as its
+// busiest warp); the six below the diagonal two or one to each other warp.
 __constant__ int kIntraTasks[TcConfig::kIntraThreads / 32][2] = {
-    {12, 0}, {13, -1}, {14, -1}, {15, -1}, {8, -1}, {9, -1}, {10, -1}, {4, 5}};
+    {0, -1}, {5, -1}, {10, -1}, {15, -1}, {12, 4}, {13, 8}, {14, -1}, {9, -1}};
 
 // Whether diagonal block R's decays go through the reference row on the
 // tensor cores: cumulative_decay left its bit of `wide` clear.
@@ -306,12 +345,30 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // operands), two tensors at a time with every load of both in flight.
   __shared__ unsigned wide;  // the 16-row blocks whose decays are wide (cumulative_decay)
   if (tid == 0) wide = 0;
-  load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
-    Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
-  });
-  load_row_pairs<In, KP>(p, p.g, p.b, K, b, h, t0, [&](int r, int i, float g, float bb) {
-    G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
-  });
+  // bf16 inputs: q, k, g and b in one wait on device memory, and w and v asked
+  // for as soon as those are stored, held in registers until (W*V)^T's turn
+  // (the wait on them then gone); f32 inputs, twice the registers: two
+  // tensors at a time, each pair when its turn comes.
+  constexpr bool kEarly = sizeof(In) == 2;
+  const void* const wv[2] = {p.w, p.v};
+  RowPieces<In, VP, kEarly ? 2 : 1> wv_early;
+  if constexpr (kEarly) {
+    const void* const qkgb[4] = {p.q, p.k, p.g, p.b};
+    RowPieces<In, KP, 4> rows;
+    rows.fetch(p, qkgb, K, b, h, t0);
+    rows.store(p, qkgb, K, b, h, t0, [&](int r, int i, const float(&x)[4]) {
+      Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
+      G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
+    });
+    wv_early.fetch(p, wv, V, b, h, t0);
+  } else {
+    load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
+      Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
+    });
+    load_row_pairs<In, KP>(p, p.g, p.b, K, b, h, t0, [&](int r, int i, float g, float bb) {
+      G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
+    });
+  }
   __syncthreads();
 
   cumulative_decay(p, G, L::kF, KP, &wide);
@@ -458,9 +515,12 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // (W*V)^T where K and B were; Tinv = (I + A)^-1, unit lower triangular, where
   // G was: the diagonal blocks by forward substitution, a column per lane
   // (warps 0-3); the blocks above the diagonal are zeros (warps 4-7).
-  load_row_pairs<In, VP>(p, p.w, p.v, V, b, h, t0, [&](int r, int j, float w, float v) {
-    WVT[j * L::kB + r] = to_bf16(w * v);
-  });
+  auto store_wv = [&](int r, int j, float w, float v) { WVT[j * L::kB + r] = to_bf16(w * v); };
+  if constexpr (kEarly)
+    wv_early.store(p, wv, V, b, h, t0,
+                   [&](int r, int j, const float(&x)[2]) { store_wv(r, j, x[0], x[1]); });
+  else
+    load_row_pairs<In, VP>(p, p.w, p.v, V, b, h, t0, store_wv);
   if (warp < kBlocks) {
     if (lane_id < kBlock) {
       const int base = kBlock * warp;
@@ -519,11 +579,12 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   }
 
   // Tinv in bf16, the operand of the next products, where A was (and for the
-  // backward in the scratch).
-  for (int idx = tid; idx < kC * kC; idx += blockDim.x) {
-    const bf16 t = to_bf16(Tinv[idx / kC * L::kT + idx % kC]);
-    Tb[idx / kC * L::kB + idx % kC] = t;
-    s.Tinv[n * kC * kC + idx] = t;
+  // backward in the scratch), a pair of columns a thread.
+  for (int idx = tid; idx < kC * kC / 2; idx += blockDim.x) {
+    const int r = 2 * idx / kC, i = 2 * idx % kC;
+    const __nv_bfloat162 t = __floats2bfloat162_rn(Tinv[r * L::kT + i], Tinv[r * L::kT + i + 1]);
+    *reinterpret_cast<__nv_bfloat162*>(Tb + r * L::kB + i) = t;
+    *reinterpret_cast<__nv_bfloat162*>(s.Tinv + n * kC * kC + r * kC + i) = t;
   }
   __syncthreads();
 

@@ -9,8 +9,8 @@
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
-# libtc_patch.so under each of VARIANTS), ncu (fwd.intra at B4 T4096 line by line: SourceCounters and
-# WarpStateStats with the SASS page; fwd.inter and bwd.bk2 at B1 T32768), fla (tc_vs_fla.py at
+# libtc_patch.so under each of VARIANTS), ncu (fwd.intra at B4 T4096 and fwd.inter at B1 T32768 line
+# by line: SourceCounters and WarpStateStats with the SASS page; fwd.inter and bwd.bk2 at B1 T32768), fla (tc_vs_fla.py at
 # 1x32768, 4x4096 and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
 # returns at most 8 files. Each step's timeout is cut to what is left of BUDGET seconds (default
@@ -77,6 +77,8 @@ part_ncu() {
   ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page details > $o/ncu_intra_b4t4096.csv 2>&1; s "ncu details exit $?"
   ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source sass > $o/ncu_intra_b4t4096_sass.csv 2>&1; s "ncu source page (sass) exit $?"
   ncu -i $o/ncu_intra_b4t4096.ncu-rep --csv --page source --print-source cuda,sass > $o/ncu_intra_b4t4096_cuda_sass.csv 2>&1; s "ncu source page (cuda,sass) exit $?"
+  limited 120 ncu --clock-control none $sections $lines -k regex:tc_fwd_state --launch-count 1 -o $o/ncu_state_b1t32768 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --B 1 --T 32768 --repeats 1 > $o/ncu_state_b1t32768.log 2>&1; s "ncu fwd.inter B1 T32768 (source) exit $?"
+  ncu -i $o/ncu_state_b1t32768.ncu-rep --csv --page source --print-source cuda,sass > $o/ncu_state_b1t32768_cuda_sass.csv 2>&1; s "ncu fwd.inter source page (cuda,sass) exit $?"
   for kernel in tc_fwd_state tc_bwd_state; do
     limited 90 ncu --clock-control none $sections --csv --page details -k regex:$kernel --launch-count 1 $PY scripts/tc_stages.py --lib $v/libtc_patch.so --B 1 --T 32768 --repeats 1 > $o/ncu_${kernel}_b1t32768.csv 2> $o/ncu_${kernel}_b1t32768.err; s "ncu $kernel B1 T32768 exit $?"
   done
