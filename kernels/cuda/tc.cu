@@ -338,11 +338,13 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   const int t0 = c * kC, K = p.K, V = p.V;
   if (t0 >= seq_length(p, b)) return;  // past a shorter packed sequence's end
   const std::size_t n = slab(bh, num_chunks, c);
+  // the block's threads as a constant, so that loops over them unroll
+  constexpr int kThreads = TcConfig::kIntraThreads;
   const int tid = threadIdx.x, warp = tid / 32, lane_id = tid % 32;
   const mma::Lane l = mma::lane();
 
   // The chunk's rows, zeros past T and past K (q, k, b in bf16: the class's
-  // operands), two tensors at a time with every load of both in flight.
+  // operands).
   __shared__ unsigned wide;  // the 16-row blocks whose decays are wide (cumulative_decay)
   if (tid == 0) wide = 0;
   // bf16 inputs: q, k, g and b in one wait on device memory, and w and v asked
@@ -380,7 +382,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     const float end = G[(kC - 1) * L::kF + i];
     return DP_FAULT(p.faults, double_exp_chunk_decay) ? expf(end) : end;
   };
-  for (int i = tid; i < KP; i += blockDim.x) s.decay_end[n * KP + i] = expf(chunk_end(i));
+  for (int i = tid; i < KP; i += kThreads) s.decay_end[n * KP + i] = expf(chunk_end(i));
 
   // A (strictly lower) and M (lower) by 16-row blocks (R, I), I <= R, on the
   // tensor cores through the reference row n = 16 R:
@@ -458,7 +460,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // M_ri = scale sum_k q_r k_i e^(G_r - G_i) (i <= r).
   for (int blk = 0; blk < kBlocks; ++blk) {
     if (diagonal_on_tensor_cores(wide_blocks, blk)) continue;
-    for (int idx = tid; idx < kBlock * kBlock; idx += blockDim.x) {
+    for (int idx = tid; idx < kBlock * kBlock; idx += kThreads) {
       const int r = kBlock * blk + idx / kBlock, i = kBlock * blk + idx % kBlock;
       float a = 0.0f, m = 0.0f;
       if (i <= r) {
@@ -477,7 +479,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     }
   }
   // The blocks above the diagonal of M are zeros.
-  for (int idx = tid; idx < kC * kC / 2; idx += blockDim.x) {
+  for (int idx = tid; idx < kC * kC / 2; idx += kThreads) {
     const int r = 2 * idx / kC, i = 2 * idx % kC;
     if (i / kBlock > r / kBlock)
       *reinterpret_cast<__nv_bfloat162*>(M + r * kC + i) = __floats2bfloat162_rn(0.0f, 0.0f);
@@ -486,7 +488,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // What the later stages read: Qg = scale Q*exp G, a pair of channels a
   // thread (consecutive threads, consecutive pairs).
   bf16* Qg = s.Qg + n * kC * KP;
-  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+  for (int idx = tid; idx < kC * KP / 2; idx += kThreads) {
     const int r = idx / (KP / 2), i = 2 * (idx % (KP / 2));
     const float2 q = pair(Q + r * L::kH + i);
     const float* Gr = G + r * L::kF + i;
@@ -499,7 +501,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // was: a row and a pair of channels a thread, a warp 16 rows by 2 pairs (its
   // reads of the rows of K, B and G at most two to a bank).
   bf16* KdecT = s.KdecT + n * KP * kC;
-  for (int idx = tid; idx < kC * KP / 2; idx += blockDim.x) {
+  for (int idx = tid; idx < kC * KP / 2; idx += kThreads) {
     const int tile = idx / 32, lane = idx % 32;
     const int r = kBlock * (tile % kBlocks) + lane % kBlock;
     const int i = 2 * (2 * (tile / kBlocks) + lane / kBlock);
@@ -536,7 +538,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
       for (int r = 0; r < kBlock; ++r) Tinv[(base + r) * L::kT + base + lane_id] = x[r];
     }
   } else {
-    for (int idx = tid - kBlocks * 32; idx < kC * kC; idx += blockDim.x - kBlocks * 32) {
+    for (int idx = tid - kBlocks * 32; idx < kC * kC; idx += kThreads - kBlocks * 32) {
       const int r = idx / kC, i = idx % kC;
       if (i / kBlock > r / kBlock) Tinv[r * L::kT + i] = 0.0f;
     }
@@ -550,7 +552,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   constexpr int kQ = 4, kRowQuads = kBlock / kQ;
   for (int d = 1; d < kBlocks; ++d) {
     const int count = (kBlocks - d) * kBlock * kRowQuads;
-    for (int idx = tid; idx < count; idx += blockDim.x) {
+    for (int idx = tid; idx < count; idx += kThreads) {
       const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
       const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
       float y[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -563,7 +565,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
       for (int e = 0; e < kQ; ++e) Y[(blk * kBlock + rl) * L::kY + il + e] = y[e];
     }
     __syncthreads();
-    for (int idx = tid; idx < count; idx += blockDim.x) {
+    for (int idx = tid; idx < count; idx += kThreads) {
       const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
       const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
       float x[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -580,7 +582,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 
   // Tinv in bf16, the operand of the next products, where A was (and for the
   // backward in the scratch), a pair of columns a thread.
-  for (int idx = tid; idx < kC * kC / 2; idx += blockDim.x) {
+  for (int idx = tid; idx < kC * kC / 2; idx += kThreads) {
     const int r = 2 * idx / kC, i = 2 * idx % kC;
     const __nv_bfloat162 t = __floats2bfloat162_rn(Tinv[r * L::kT + i], Tinv[r * L::kT + i + 1]);
     *reinterpret_cast<__nv_bfloat162*>(Tb + r * L::kB + i) = t;
@@ -617,6 +619,46 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 // fwd.inter: the state recurrence over chunks, a tile of VT state columns
 // per block. Warp w holds rows [w KP/4, (w+1) KP/4) of S in registers (f32).
 // ---------------------------------------------------------------------------
+
+// A Rows x Cols tile of bf16 (Cols a multiple of 8) between global memory
+// (row stride from_ld or to_ld) and shared memory (row stride ld), in 16-byte
+// pieces, Threads threads each a fixed share: its first piece's row and
+// column once, then rows a constant apart (unrolled; no division or 64-bit
+// index arithmetic a piece). In fwd.inter's chunk walk the copies are the
+// recurrence's own instructions: issued by every thread in a loop over
+// blockDim.x they were 42% of its warps' stall samples at B1 T32768 (ncu,
+// reports/gpu/09f2abb).
+template <int Threads, int Rows, int Cols>
+struct TilePieces {
+  static constexpr int kPerRow = Cols / 8, kRowStep = Threads / kPerRow;
+  static constexpr int kSteps = (Rows + kRowStep - 1) / kRowStep;
+  static_assert(Cols % 8 == 0 && Threads % kPerRow == 0, "a row is whole pieces, rows whole");
+  // body(r, x) for each of this thread's pieces: row r, first column x.
+  template <class Body>
+  static __device__ void each(Body body) {
+    const int r0 = static_cast<int>(threadIdx.x) / kPerRow;
+    const int x = static_cast<int>(threadIdx.x) % kPerRow * 8;
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j)
+      if (Rows % kRowStep == 0 || r0 + j * kRowStep < Rows) body(r0 + j * kRowStep, x);
+  }
+};
+
+// Global to shared by cp.async (not committed).
+template <int Threads, int Rows, int Cols>
+__device__ inline void copy_tile_async(bf16* to, int ld, const bf16* from, int from_ld) {
+  TilePieces<Threads, Rows, Cols>::each(
+      [&](int r, int x) { mma::copy_async_16(to + r * ld + x, from + r * from_ld + x); });
+}
+
+// Shared to global.
+template <int Threads, int Rows, int Cols>
+__device__ inline void store_tile(bf16* to, int to_ld, const bf16* from, int ld) {
+  TilePieces<Threads, Rows, Cols>::each([&](int r, int x) {
+    *reinterpret_cast<uint4*>(to + r * to_ld + x) =
+        *reinterpret_cast<const uint4*>(from + r * ld + x);
+  });
+}
 
 // A warp's part of a KP x VT state tile in registers (f32): fwd.inter's S and
 // bwd.bk2's dS. Warp w holds rows [w KP/4, (w+1) KP/4).
@@ -679,22 +721,14 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
+  constexpr int kThreads = TcConfig::kStateThreads;
   auto fetch = [&](int c, const Buffer& to) {
     const std::size_t n = slab(bh, num_chunks, c);
-    for (int idx = tid; idx < kC * KP / 8; idx += blockDim.x) {
-      const int r = idx / (KP / 8), x = idx % (KP / 8) * 8;
-      mma::copy_async_16(to.Wt + r * L::kW + x, s.Wt + n * kC * KP + r * KP + x);
-    }
-    for (int idx = tid; idx < KP * kC / 8; idx += blockDim.x) {
-      const int r = idx / (kC / 8), x = idx % (kC / 8) * 8;
-      mma::copy_async_16(to.KdecT + r * L::kD + x, s.KdecT + n * KP * kC + r * kC + x);
-    }
-    for (int idx = tid; idx < kC * kVT / 8; idx += blockDim.x) {
-      const int r = idx / (kVT / 8), x = idx % (kVT / 8) * 8;
-      mma::copy_async_16(to.Ut + r * L::kU + x, s.Ut + n * kC * VP + r * VP + v0 + x);
-    }
-    for (int idx = tid; idx < KP / 4; idx += blockDim.x)
-      mma::copy_async_16(to.decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
+    copy_tile_async<kThreads, kC, KP>(to.Wt, L::kW, s.Wt + n * kC * KP, KP);
+    copy_tile_async<kThreads, KP, kC>(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC);
+    copy_tile_async<kThreads, kC, kVT>(to.Ut, L::kU, s.Ut + n * kC * VP + v0, VP);
+    static_assert(KP / 4 <= kThreads, "a thread a piece of the chunk-end decays");
+    if (tid < KP / 4) mma::copy_async_16(to.decay_end + 4 * tid, s.decay_end + n * KP + 4 * tid);
     mma::copy_async_commit();
   };
 
@@ -722,11 +756,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
     for_state([&](float& x, int k, int j) { ST[j * L::kW + k] = to_bf16(x); });
     __syncthreads();
-    for (int idx = tid; idx < kVT * KP / 8; idx += blockDim.x) {
-      const int v = idx / (KP / 8), x = idx % (KP / 8) * 8;
-      *reinterpret_cast<uint4*>(s.S0T + n * VP * KP + (v0 + v) * KP + x) =
-          *reinterpret_cast<const uint4*>(ST + v * L::kW + x);
-    }
+    store_tile<kThreads, kVT, KP>(s.S0T + n * VP * KP + v0 * KP, KP, ST, L::kW);
 
     // U = Ut - Wt S0: warp w takes rows [16 w, 16 w + 16).
     Acc WtS[kNT];
@@ -743,11 +773,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
         UT[v * L::kD + r] = to_bf16(u);
       }
     __syncthreads();
-    for (int idx = tid; idx < kVT * kC / 8; idx += blockDim.x) {
-      const int v = idx / (kC / 8), x = idx % (kC / 8) * 8;
-      *reinterpret_cast<uint4*>(s.UT + n * VP * kC + (v0 + v) * kC + x) =
-          *reinterpret_cast<const uint4*>(UT + v * L::kD + x);
-    }
+    store_tile<kThreads, kVT, kC>(s.UT + n * VP * kC + v0 * kC, kC, UT, L::kD);
 
     // S_end = Diag(exp G_C) S0 + Kdec^T U.
     for_state([&](float& x, int k, int) { x *= in.decay_end[k]; });
@@ -798,16 +824,11 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
-  auto fetch = [&](bf16* to, int ld, const bf16* from, int rows, int cols) {
-    for (int idx = tid; idx < rows * cols / 8; idx += blockDim.x) {
-      const int r = idx / (cols / 8), x = idx % (cols / 8) * 8;
-      mma::copy_async_16(to + r * ld + x, from + r * cols + x);
-    }
-  };
-  fetch(Qg, L::kW, s.Qg + n * kC * KP, kC, KP);
-  fetch(S0T, L::kW, s.S0T + n * VP * KP, VP, KP);
-  fetch(M, L::kD, s.M + n * kC * kC, kC, kC);
-  fetch(UT, L::kD, s.UT + n * VP * kC, VP, kC);
+  constexpr int kThreads = TcConfig::kOutputThreads;
+  copy_tile_async<kThreads, kC, KP>(Qg, L::kW, s.Qg + n * kC * KP, KP);
+  copy_tile_async<kThreads, VP, KP>(S0T, L::kW, s.S0T + n * VP * KP, KP);
+  copy_tile_async<kThreads, kC, kC>(M, L::kD, s.M + n * kC * kC, kC);
+  copy_tile_async<kThreads, VP, kC>(UT, L::kD, s.UT + n * VP * kC, kC);
   mma::copy_async_commit();
   mma::copy_async_wait_all();
   __syncthreads();
@@ -950,12 +971,13 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
 
   auto fetch = [&](int c, const Buffer& to) {
     const std::size_t n = slab(bh, num_chunks, c);
-    copy_rows(to.M, L::kD, s.M + n * kC * kC, kC, kC, kC);
-    copy_rows(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC, KP, kC);
-    copy_rows(to.Qg, L::kW, s.Qg + n * kC * KP, KP, kC, KP);
-    copy_rows(to.Wt, L::kW, s.Wt + n * kC * KP, KP, kC, KP);
-    for (int idx = tid; idx < KP / 4; idx += blockDim.x)
-      mma::copy_async_16(to.decay_end + 4 * idx, s.decay_end + n * KP + 4 * idx);
+    constexpr int kThreads = TcConfig::kStateThreads;
+    copy_tile_async<kThreads, kC, kC>(to.M, L::kD, s.M + n * kC * kC, kC);
+    copy_tile_async<kThreads, KP, kC>(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC);
+    copy_tile_async<kThreads, kC, KP>(to.Qg, L::kW, s.Qg + n * kC * KP, KP);
+    copy_tile_async<kThreads, kC, KP>(to.Wt, L::kW, s.Wt + n * kC * KP, KP);
+    static_assert(KP / 4 <= kThreads, "a thread a piece of the chunk-end decays");
+    if (tid < KP / 4) mma::copy_async_16(to.decay_end + 4 * tid, s.decay_end + n * KP + 4 * tid);
     mma::copy_async_commit();
   };
   // Buffers = 2: chunk c's dO tile in registers, element i of thread tid at
@@ -1011,11 +1033,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
     }
     const float* decay_end = in.decay_end;
     const bf16 *M = in.M, *KdecT = in.KdecT, *Qg = in.Qg, *Wt = in.Wt;
-    for (int idx = tid; idx < kVT * KP / 8; idx += blockDim.x) {
-      const int v = idx / (KP / 8), x = idx % (KP / 8) * 8;
-      *reinterpret_cast<uint4*>(s.dS_endT + n * VP * KP + (v0 + v) * KP + x) =
-          *reinterpret_cast<const uint4*>(dST + v * L::kW + x);
-    }
+    store_tile<TcConfig::kStateThreads, kVT, KP>(s.dS_endT + n * VP * KP + v0 * KP, KP, dST, L::kW);
 
     // dU = M^T dO + Kdec dS_end: warp w takes rows [16 w, 16 w + 16); M^T is
     // upper triangular (M_ri = 0 for i > r).
