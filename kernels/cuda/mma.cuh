@@ -170,6 +170,13 @@ __device__ inline void copy_async_16(void* shared, const void* global) {
   (void)shared, (void)global;
 #endif
 }
+// Wait until at most N of this thread's most recent groups are in flight.
+template <int N>
+__device__ inline void copy_async_wait_group() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
 __device__ inline void copy_async_commit() {
 #ifdef __CUDA_ARCH__
   asm volatile("cp.async.commit_group;\n" ::);

@@ -684,52 +684,59 @@ struct StateTile {
   }
 };
 
-template <int KP, int VT>
+// Stages: the buffers of a chunk's operands, chunks c + 1 .. c + Stages - 1
+// in flight while c is worked on (inter_stages).
+template <int KP, int VT, int Stages = 2>
 struct StateLayout {
+  static_assert(Stages == 2 || Stages == 3, "two or three operand buffers");
   static constexpr int kVT = VT;
   static constexpr int kW = KP + kPad;   // rows of Wt and S^T
   static constexpr int kD = kC + kPad;   // rows of Kdec^T and U^T
   static constexpr int kU = kVT + kPad;  // rows of the Ut tile
   static constexpr std::size_t kBufferBytes =
       sizeof(bf16) * (kC * kW + KP * kD + kC * kU) + sizeof(float) * KP;
-  static constexpr std::size_t kBytes = 2 * kBufferBytes + sizeof(bf16) * kVT * (kW + kD);
+  static constexpr std::size_t kBytes = Stages * kBufferBytes + sizeof(bf16) * kVT * (kW + kD);
 };
 
-template <int KP, int VP, int VT>
+template <int KP, int VP, int VT, int Stages>
 __global__ void __launch_bounds__(TcConfig::kStateThreads)
     tc_fwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
-  using L = StateLayout<KP, VT>;
+  using L = StateLayout<KP, VT, Stages>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
-  // Two buffers of a chunk's operands: chunk c + 1's arrive while c is used.
+  // Stages buffers of a chunk's operands, chunk c's in buffer c % Stages:
+  // chunks c + 1 .. c + Stages - 1 arrive while c is used.
   struct Buffer {
     bf16 *Wt, *KdecT, *Ut;
     float* decay_end;
   };
-  auto buffer = [&](int parity) {
+  auto buffer = [&](int c) {
     Buffer at;
-    at.Wt = reinterpret_cast<bf16*>(shared + parity * L::kBufferBytes);
+    at.Wt = reinterpret_cast<bf16*>(shared + c % Stages * L::kBufferBytes);
     at.KdecT = at.Wt + kC * L::kW;
     at.Ut = at.KdecT + KP * L::kD;
     at.decay_end = reinterpret_cast<float*>(at.Ut + kC * L::kU);
     return at;
   };
-  bf16* ST = reinterpret_cast<bf16*>(shared + 2 * L::kBufferBytes);  // S0^T, [v][k]
-  bf16* UT = ST + kVT * L::kW;                                       // U^T, [v][i]
+  bf16* ST = reinterpret_cast<bf16*>(shared + Stages * L::kBufferBytes);  // S0^T, [v][k]
+  bf16* UT = ST + kVT * L::kW;                                            // U^T, [v][i]
 
   const int v0 = blockIdx.x * kVT, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
+  // Chunk c's operands into its buffer (not committed: every thread commits
+  // one group a chunk step, empty past the last chunk, so that waiting for
+  // all but the Stages - 2 most recent groups waits for chunk c's).
   constexpr int kThreads = TcConfig::kStateThreads;
-  auto fetch = [&](int c, const Buffer& to) {
+  auto fetch = [&](int c) {
+    const Buffer to = buffer(c);
     const std::size_t n = slab(bh, num_chunks, c);
     copy_tile_async<kThreads, kC, KP>(to.Wt, L::kW, s.Wt + n * kC * KP, KP);
     copy_tile_async<kThreads, KP, kC>(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC);
     copy_tile_async<kThreads, kC, kVT>(to.Ut, L::kU, s.Ut + n * kC * VP + v0, VP);
     static_assert(KP / 4 <= kThreads, "a thread a piece of the chunk-end decays");
     if (tid < KP / 4) mma::copy_async_16(to.decay_end + 4 * tid, s.decay_end + n * KP + 4 * tid);
-    mma::copy_async_commit();
   };
 
   StateTile<KP, VT> S;
@@ -743,14 +750,19 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   };
   load_h0();
   const int chunks = seq_chunks(p, b, num_chunks);
-  if (chunks > 0) fetch(0, buffer(0));
+#pragma unroll
+  for (int c = 0; c < Stages - 1; ++c) {
+    if (c < chunks) fetch(c);
+    mma::copy_async_commit();
+  }
 
   for (int c = 0; c < chunks; ++c) {
-    const Buffer in = buffer(c & 1);
+    const Buffer in = buffer(c);
     const std::size_t n = slab(bh, num_chunks, c);
-    mma::copy_async_wait_all();
-    __syncthreads();
-    if (c + 1 < chunks) fetch(c + 1, buffer((c + 1) & 1));
+    mma::copy_async_wait_group<Stages - 2>();
+    __syncthreads();  // chunk c's operands are in; chunk c - 1's buffer is free
+    if (c + Stages - 1 < chunks) fetch(c + Stages - 1);
+    mma::copy_async_commit();
     if (c > 0 && DP_FAULT(p.faults, state_not_carried)) load_h0();
 
     // S0 as the products read it (bf16), transposed; stored for fwd.output.
@@ -1614,12 +1626,34 @@ int tokens_blocks() {
   return forced ? forced : 2;
 }
 
+// fwd.inter's operand buffers (StateLayout): three, chunks c + 1 and c + 2 in
+// flight while c is worked on, where the grid is at most one wave at one block
+// an SM (B1 H16: 128 blocks of 16 columns, each waiting on its chunk's copies
+// for 31% of its stall samples with one chunk in flight, reports/gpu/8a3bda6);
+// else two, so that two blocks fit an SM. The same bits either way.
+// DELTAPROOF_TC_INTER_STAGES=2 or 3 forces one, read at each launch.
+int inter_stages(const DeviceProblem& p, int VP, int VT) {
+  const int forced = forced_choice("DELTAPROOF_TC_INTER_STAGES", {2, 3});
+  if (forced) return forced;
+  return state_blocks(p, VP, VT) <= sm_count() ? 3 : 2;
+}
+
 // run(VT) with the state tile's width as an integral constant.
 template <class Run>
 void with_state_tile(const DeviceProblem& p, int VP, Run run) {
   if (state_tile(p, VP) == TcConfig::kNarrowVTile)
     return run(std::integral_constant<int, TcConfig::kNarrowVTile>{});
   return run(std::integral_constant<int, TcConfig::kVTile>{});
+}
+
+// body(VT, Stages) for each fwd.inter kernel, as integral constants.
+template <class Body>
+void for_state_kernels(Body body) {
+  using Narrow = std::integral_constant<int, TcConfig::kNarrowVTile>;
+  using Wide = std::integral_constant<int, TcConfig::kVTile>;
+  using Two = std::integral_constant<int, 2>;
+  using Three = std::integral_constant<int, 3>;
+  body(Narrow{}, Two{}), body(Narrow{}, Three{}), body(Wide{}, Two{}), body(Wide{}, Three{});
 }
 
 template <class In, int KP, int VP>
@@ -1635,10 +1669,11 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   // thread comes first (a static's initialisation; retried if it threw)
   static const bool ready = [&] {
     allow_shared(tc_fwd_intra<In, KP, VP>, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
-    allow_shared(tc_fwd_state<KP, VP, TcConfig::kVTile>, StateLayout<KP, TcConfig::kVTile>::kBytes,
-                 "tc_fwd_state", p);
-    allow_shared(tc_fwd_state<KP, VP, TcConfig::kNarrowVTile>,
-                 StateLayout<KP, TcConfig::kNarrowVTile>::kBytes, "tc_fwd_state", p);
+    for_state_kernels([&](auto tile, auto buffers) {
+      constexpr int VT = decltype(tile)::value, Stages = decltype(buffers)::value;
+      allow_shared(tc_fwd_state<KP, VP, VT, Stages>, StateLayout<KP, VT, Stages>::kBytes,
+                   "tc_fwd_state", p);
+    });
     allow_shared(tc_fwd_output<KP, VP>, OutputLayout<KP, VP>::kBytes, "tc_fwd_output", p);
     return true;
   }();
@@ -1653,8 +1688,14 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   if (stages & kTcState) {
     with_state_tile(p, VP, [&](auto tile) {
       constexpr int VT = decltype(tile)::value;
-      tc_fwd_state<KP, VP, VT><<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
-                                 StateLayout<KP, VT>::kBytes, stream>>>(p, s, num_chunks);
+      auto launch = [&](auto buffers) {
+        constexpr int Stages = decltype(buffers)::value;
+        tc_fwd_state<KP, VP, VT, Stages>
+            <<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
+               StateLayout<KP, VT, Stages>::kBytes, stream>>>(p, s, num_chunks);
+      };
+      if (inter_stages(p, VP, VT) == 3) return launch(std::integral_constant<int, 3>{});
+      launch(std::integral_constant<int, 2>{});
     });
     check("tc_fwd_state");
     if (log) log->note("fwd.inter", "tc_fwd_state");

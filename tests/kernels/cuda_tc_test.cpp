@@ -163,18 +163,21 @@ TEST(CudaTcPacked, EachSequenceBitForBitAsItsOwnDenseRun) {
 }
 
 // cuda-tc's variants (kernels/cuda/tc.cu: state_tile, bk2_buffers,
-// products_launches, tokens_blocks): 16- or 32-column state tiles, bwd.bk2
-// with one operand buffer or two (chunk c - 1's loaded while c runs), bwd.bk1's
-// products in one launch or two, its token gradients in one block a chunk or
-// two. Each is chosen by shape; each must give the bits of every other, over
-// many chunks (the buffers change hands from one to the next), dense and packed.
+// products_launches, tokens_blocks, inter_stages): 16- or 32-column state
+// tiles, bwd.bk2 with one operand buffer or two (chunk c - 1's loaded while c
+// runs), bwd.bk1's products in one launch or two, its token gradients in one
+// block a chunk or two, fwd.inter with two operand buffers or three (chunks
+// c + 1 and c + 2 in flight). Each is chosen by shape; each must give the bits
+// of every other, over many chunks (the buffers change hands from one to the
+// next), dense and packed.
 TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
   if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
   struct Variant {
-    const char *tile, *buffers, *products, *tokens;
+    const char *tile, *buffers, *products, *tokens, *stages;
   };
-  const Variant variants[] = {{"32", "1", "1", "1"}, {"16", "1", "2", "2"}, {"32", "2", "1", "2"},
-                              {"16", "2", "2", "1"}, {"32", "1", "2", "1"}, {"32", "1", "1", "2"}};
+  const Variant variants[] = {{"32", "1", "1", "1", "2"}, {"16", "1", "2", "2", "3"},
+                              {"32", "2", "1", "2", "3"}, {"16", "2", "2", "1", "2"},
+                              {"32", "1", "2", "1", "3"}, {"32", "1", "1", "2", "2"}};
   for (const bool packed : {false, true}) {
     oracle::FixtureSpec spec;
     spec.op = packed ? Op::kda : Op::gdn2;
@@ -192,6 +195,7 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
       ::setenv("DELTAPROOF_TC_BK2_BUFFERS", v.buffers, 1);
       ::setenv("DELTAPROOF_TC_PRODUCTS", v.products, 1);
       ::setenv("DELTAPROOF_TC_TOKENS", v.tokens, 1);
+      ::setenv("DELTAPROOF_TC_INTER_STAGES", v.stages, 1);
       Buffers out = kernels::allocate_outputs(shape, Phase::bwd, NAN);
       kernels::ExecutionRecord record;
       tc.run(shape, inputs, Phase::bwd, out, record);
@@ -203,12 +207,14 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
         EXPECT_EQ(std::memcmp(x.data(), first.at(name).data(), x.size() * sizeof(float)), 0)
             << (packed ? "packed" : "dense") << ": " << name << " with tile " << v.tile << " and "
             << v.buffers << " bk2 buffer(s), " << v.products << " products launch(es), " << v.tokens
-            << " tokens block(s) a chunk differs from tile 32, 1 buffer, 1 launch, 1 block";
+            << " tokens block(s) a chunk, " << v.stages
+            << " fwd.inter buffers differs from tile 32, 1 buffer, 1 launch, 1 block, 2 buffers";
     }
     ::unsetenv("DELTAPROOF_TC_STATE_TILE");
     ::unsetenv("DELTAPROOF_TC_BK2_BUFFERS");
     ::unsetenv("DELTAPROOF_TC_PRODUCTS");
     ::unsetenv("DELTAPROOF_TC_TOKENS");
+    ::unsetenv("DELTAPROOF_TC_INTER_STAGES");
   }
 }
 
