@@ -8,7 +8,7 @@
 # (.carry/triage/deltaproof-main.xz, the red reference). reports/gpu/ecdfdf4/triage was this
 # comparison with NEW a 562c4b6 tree built with TcConfig::kSpanLimit = 0 (every diagonal block
 # pairwise in f32, the arithmetic before 28dd87e), OPS=gdn2; reports/gpu/512b3d8/t32768 with NEW
-# the two-part diagonal operands (landed after b19c96c). A device call, carry [".carry"];
+# the two-part diagonal operands (landed in 46bd0d7). A device call, carry [".carry"];
 # BUDGET seconds (default 300) bound the generation of every fixture after the first:
 #   bash kernels/cuda/pending/production-t32768.sh
 # Everything lands in $OUT/production-t32768.tar.xz and $OUT/production-summary.txt.
