@@ -29,6 +29,8 @@ echo "   and red, bad input, and the report byte for byte the one \`gate check\`
 python3 -m pytest -p no:cacheprovider -q tests/python/package
 echo "== Python: scripts/alpha_contributions.py finds a head's 1% scaling"
 python3 tests/python/alpha_contributions_test.py
+echo "== Python: scripts/ncu_phases.py sums a source page's stall samples by phase"
+python3 tests/python/ncu_phases_test.py
 
 echo "== Python: scripts/replay.py (the real-bug corpus, falsify/real-bugs.json) on a fake FLA"
 echo "   history: a scaling bug caught by the gate, a crash by its message, compat edits recorded"
