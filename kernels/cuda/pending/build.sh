@@ -3,8 +3,9 @@
 # .carry/next (run on the development machine, nvcc present, build/ configured, the tree clean:
 # build/ is rebuilt from it): main's libdeltaproof_tc.so as libtc_main.so, and in a scratch worktree with PATCH
 # applied its deltaproof, cuda_tc_stages_tests, cuda_tc_tests and libdeltaproof_tc.so
-# (libtc_patch.so), and with RED_PATCH on top its cuda_tc_tests (cuda_tc_tests_red, which
-# run.sh expects to fail); each stripped and xz'd. FLA's fla/ as .carry/fla.tar.xz from a fetched
+# (libtc_patch.so), and with RED_PATCH on top its cuda_tc_tests and cuda_tc_stages_tests
+# (cuda_tc_tests_red, cuda_tc_stages_tests_red, which run.sh expects to fail); each stripped
+# and xz'd. FLA's fla/ as .carry/fla.tar.xz from a fetched
 # fla-org/flash-linear-attention (FLA_GIT_DIR, its git dir), where given. About 10 minutes on
 # two cores.
 set -euo pipefail
@@ -35,11 +36,12 @@ build "$work/patch" deltaproof deltaproof_tc cuda_tc_stages_tests cuda_tc_tests
 for f in deltaproof cuda_tc_stages_tests cuda_tc_tests; do pack "$work/patch/build/bin/$f" $f; done
 pack "$work/patch/build/lib/libdeltaproof_tc.so" libtc_patch.so
 if [[ -n $red ]]; then
-  echo "the red build's cuda_tc_tests"
+  echo "the red build's cuda_tc_tests and cuda_tc_stages_tests"
   git worktree add -q --detach "$work/red" HEAD
   git -C "$work/red" apply "$patch" "$red"
-  build "$work/red" cuda_tc_tests
+  build "$work/red" cuda_tc_tests cuda_tc_stages_tests
   pack "$work/red/build/bin/cuda_tc_tests" cuda_tc_tests_red
+  pack "$work/red/build/bin/cuda_tc_stages_tests" cuda_tc_stages_tests_red
 fi
 if [[ -n ${FLA_GIT_DIR:-} ]]; then
   git --git-dir="$FLA_GIT_DIR" archive --format=tar HEAD fla | xz -9 >.carry/fla.tar.xz

@@ -5,7 +5,9 @@
 #   bash kernels/cuda/pending/run.sh [PART...]   (default: checks stages)
 # FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
 # choose) is the environment of the forced runs; VARIANTS (default FORCED), environments separated
-# by ';', those the stages part times libtc_patch.so under.
+# by ';', those the stages part times libtc_patch.so under. FLA_ARGS: more arguments of
+# tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16). RED_STAGES: the stage tests
+# the red build's cuda_tc_stages_tests must fail (default CudaTcFwdOutput.*).
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
@@ -39,6 +41,9 @@ s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 part_checks() {
   if [[ -x $v/cuda_tc_tests_red ]]; then  # build.sh's RED patch: the variants test must fail
     limited 60 $v/cuda_tc_tests_red --gtest_filter='CudaTcStateVariants.*' > $o/tc_tests-red.txt 2>&1; s "RED build, CudaTcStateVariants (must fail) exit $?: $(passed $o/tc_tests-red.txt)"
+  fi
+  if [[ -x $v/cuda_tc_stages_tests_red ]]; then  # and its stage tests: RED_STAGES must fail
+    limited 60 $v/cuda_tc_stages_tests_red --gtest_filter="${RED_STAGES:-CudaTcFwdOutput.*}" > $o/stages-red.txt 2>&1; s "RED build, ${RED_STAGES:-CudaTcFwdOutput.*} (must fail) exit $?: $(passed $o/stages-red.txt)"
   fi
   limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
   limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
@@ -97,7 +102,7 @@ part_fla() {
   if [[ -f .carry/fla-autotune-$gpu.tar.xz ]]; then
     tar -xJf .carry/fla-autotune-$gpu.tar.xz -C $cache && s "FLA's autotune results: .carry/fla-autotune-$gpu.tar.xz"
   fi
-  TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes 1x32768 4x4096 --varlen 16 --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
+  TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes 1x32768 4x4096 --varlen 16 ${FLA_ARGS:-} --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
   s "tc_vs_fla exit $?"
   grep -E "ratio|shape|first call" $o/tc_vs_fla.txt >> $o/summary.txt
   (cd $cache && find . -name '*.autotune.json' | tar -cJf "${OUT:?}/fla-autotune-$gpu.tar.xz" -T -)
