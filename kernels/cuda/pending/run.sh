@@ -92,16 +92,21 @@ part_ncu() {
 # FLA's autotuning (7-9 minutes of first calls at these shapes) is kept between sessions:
 # Triton's autotune cache (TRITON_CACHE_AUTOTUNING=1) holds each kernel's configs and timings,
 # and its *.autotune.json files come back as $OUT/fla-autotune-<GPU>.tar.xz; carried as
-# .carry/fla-autotune-<GPU>.tar.xz, the next call on that GPU model reads FLA's choices from it
-# and compiles only those (tc_vs_fla.py's method line says so).
+# .carry/fla-autotune-<GPU>.tar.xz, or committed as reports/fla-autotune/fla-autotune-<GPU>.tar.xz
+# (a fresh checkout has no .carry: 2026-12-07's third session lost its cache that way), the next
+# call on that GPU model reads FLA's choices from it and compiles only those (tc_vs_fla.py's
+# method line says so).
 part_fla() {
   mkdir -p .fla && tar -xJf .carry/fla.tar.xz -C .fla
-  local gpu cache=/tmp/triton-cache
+  local gpu cache=/tmp/triton-cache tuned
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9\n' _)
   mkdir -p $cache
-  if [[ -f .carry/fla-autotune-$gpu.tar.xz ]]; then
-    tar -xJf .carry/fla-autotune-$gpu.tar.xz -C $cache && s "FLA's autotune results: .carry/fla-autotune-$gpu.tar.xz"
-  fi
+  for tuned in .carry/fla-autotune-$gpu.tar.xz reports/fla-autotune/fla-autotune-$gpu.tar.xz; do
+    if [[ -f $tuned ]]; then
+      tar -xJf $tuned -C $cache && s "FLA's autotune results: $tuned"
+      break
+    fi
+  done
   TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes 1x32768 4x4096 --varlen 16 ${FLA_ARGS:-} --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
   s "tc_vs_fla exit $?"
   grep -E "ratio|shape|first call" $o/tc_vs_fla.txt >> $o/summary.txt
