@@ -5,9 +5,8 @@
 # applied its deltaproof, cuda_tc_stages_tests, cuda_tc_tests and libdeltaproof_tc.so
 # (libtc_patch.so), and with RED_PATCH on top its cuda_tc_tests and cuda_tc_stages_tests
 # (cuda_tc_tests_red, cuda_tc_stages_tests_red, which run.sh expects to fail); each stripped
-# and xz'd. FLA's fla/ as .carry/fla.tar.xz from a fetched
-# fla-org/flash-linear-attention (FLA_GIT_DIR, its git dir), where given. About 10 minutes on
-# two cores.
+# and xz'd. FLA's fla/ as .carry/fla.tar.xz from a fetched fla-org/flash-linear-attention
+# (FLA_GIT_DIR, its git dir), where given. About 10 minutes on two cores.
 set -euo pipefail
 patch=$(realpath "${1:?usage: kernels/cuda/pending/build.sh PATCH [RED_PATCH]}")
 red=${2:+$(realpath "$2")}

@@ -93,7 +93,7 @@ part_ncu() {
 # Triton's autotune cache (TRITON_CACHE_AUTOTUNING=1) holds each kernel's configs and timings,
 # and its *.autotune.json files come back as $OUT/fla-autotune-<GPU>.tar.xz; carried as
 # .carry/fla-autotune-<GPU>.tar.xz, or committed as reports/fla-autotune/fla-autotune-<GPU>.tar.xz
-# (a fresh checkout has no .carry: 2026-12-07's third session lost its cache that way), the next
+# (a fresh checkout has no .carry: 2026-12-07's fourth session found none that way), the next
 # call on that GPU model reads FLA's choices from it and compiles only those (tc_vs_fla.py's
 # method line says so).
 part_fla() {
