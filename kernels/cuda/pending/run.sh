@@ -6,8 +6,10 @@
 # FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
 # choose) is the environment of the forced runs; VARIANTS (default FORCED), environments separated
 # by ';', those the stages part times libtc_patch.so under. FLA_ARGS: more arguments of
-# tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16). RED_STAGES: the stage tests
-# the red build's cuda_tc_stages_tests must fail (default CudaTcFwdOutput.*).
+# tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16). RED_TESTS: the suites of
+# cuda_tc_tests the red build must fail, each run alone (default CudaTcStateVariants CudaTcBeta);
+# RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
+# CudaTcFwdOutput.*).
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
@@ -40,7 +42,9 @@ s "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 
 part_checks() {
   if [[ -x $v/cuda_tc_tests_red ]]; then  # build.sh's RED patch: the variants test must fail
-    limited 60 $v/cuda_tc_tests_red --gtest_filter='CudaTcStateVariants.*' > $o/tc_tests-red.txt 2>&1; s "RED build, CudaTcStateVariants (must fail) exit $?: $(passed $o/tc_tests-red.txt)"
+    for red in ${RED_TESTS:-CudaTcStateVariants CudaTcBeta}; do
+      limited 60 $v/cuda_tc_tests_red --gtest_filter="$red.*" > $o/tc_tests-red-$red.txt 2>&1; s "RED build, $red (must fail) exit $?: $(passed $o/tc_tests-red-$red.txt)"
+    done
   fi
   if [[ -x $v/cuda_tc_stages_tests_red ]]; then  # and its stage tests: RED_STAGES must fail
     limited 60 $v/cuda_tc_stages_tests_red --gtest_filter="${RED_STAGES:-CudaTcFwdOutput.*}" > $o/stages-red.txt 2>&1; s "RED build, ${RED_STAGES:-CudaTcFwdOutput.*} (must fail) exit $?: $(passed $o/stages-red.txt)"
