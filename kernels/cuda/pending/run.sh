@@ -6,7 +6,8 @@
 # FORCED (default "DELTAPROOF_TC_PRODUCTS=1 DELTAPROOF_TC_TOKENS=1", the paths the shape does not
 # choose) is the environment of the forced runs; VARIANTS (default FORCED), environments separated
 # by ';', those the stages part times libtc_patch.so under. FLA_ARGS: more arguments of
-# tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16). RED_TESTS: the suites of
+# tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16); FLA_SHAPES its dense BxT
+# shapes (default "1x32768 4x4096"; each costs FLA's autotune from cold). RED_TESTS: the suites of
 # cuda_tc_tests the red build must fail, each run alone (default CudaTcStateVariants CudaTcBeta);
 # RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
 # CudaTcFwdOutput.*).
@@ -111,7 +112,7 @@ part_fla() {
       break
     fi
   done
-  TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes 1x32768 4x4096 --varlen 16 ${FLA_ARGS:-} --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
+  TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited 600 $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda --shapes ${FLA_SHAPES:-1x32768 4x4096} --varlen 16 ${FLA_ARGS:-} --json $o/tc_vs_fla.json > $o/tc_vs_fla.txt 2>&1
   s "tc_vs_fla exit $?"
   grep -E "ratio|shape|first call" $o/tc_vs_fla.txt >> $o/summary.txt
   (cd $cache && find . -name '*.autotune.json' | tar -cJf "${OUT:?}/fla-autotune-$gpu.tar.xz" -T -)
