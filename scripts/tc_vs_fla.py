@@ -17,7 +17,11 @@ For each op: three input sets in bf16 (q, k l2-normalised; g uniform in [-0.1, -
 log-decay per token and channel (kda: per token, channel-wise too, as FLA's kda takes it);
 b, w or beta uniform in [0.05, 0.95]; h0 f32), each several times the L2, rotated call by
 call. FLA takes g and h0 as float32 (what its tests pass; the same values), cuda-tc takes
-every input in bf16 and kda in gdn2 form (beta broadcast into b and w before timing).
+every input in bf16 and kda's beta [B,T,H] as it is (its C API's beta, read once a row and
+broadcast over b's and w's channels in the kernels) unless --kda-gdn2-form has it take kda in
+gdn2 form (beta broadcast into b [B,T,H,K] and w [B,T,H,V] before timing, read in full).
+Both write o in bf16 (cuda-tc through its C API's o_bf16: its f32 o rounded to nearest
+even) unless --o-f32 has cuda-tc write it in f32; ht is f32 in both.
 
 What it prints and writes:
   - first call: the wall time of each kernel's very first call (FLA's includes Triton's
@@ -60,7 +64,8 @@ class Problem(ctypes.Structure):
                 ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
                 ("g", ctypes.c_void_p), ("b", ctypes.c_void_p), ("w", ctypes.c_void_p),
                 ("h0", ctypes.c_void_p), ("o", ctypes.c_void_p), ("ht", ctypes.c_void_p),
-                ("cu_seqlens", ctypes.c_void_p)]
+                ("cu_seqlens", ctypes.c_void_p), ("o_bf16", ctypes.c_void_p),
+                ("beta", ctypes.c_void_p)]
 
 
 def mixed_lengths(n, seed=0, lo=128, hi=4096):
@@ -122,6 +127,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--sets", type=int, default=3, help="input sets rotated call by call")
     ap.add_argument("--no-backward", action="store_true", help="time FLA's forward only")
+    ap.add_argument("--o-f32", action="store_true",
+                    help="cuda-tc writes o in f32 (default: bf16, the type FLA writes it in)")
+    ap.add_argument("--kda-gdn2-form", action="store_true",
+                    help="cuda-tc takes kda's beta broadcast into b and w at full width "
+                    "(default: beta as it is, its C API's beta)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--shapes", nargs="*", help="BxT shapes, e.g. 4x4096 1x32768 (instead of "
                     "--B and --T; none, with --varlen, for the packed case alone)")
@@ -189,8 +199,9 @@ def main():
         x["g"] = uniform(-0.1, -0.001, B, T, H, K).to(bf)
         if op == "kda":
             x["beta"] = uniform(0.05, 0.95, B, T, H).to(bf)
-            x["b"] = x["beta"][..., None].expand(B, T, H, K).contiguous()
-            x["w"] = x["beta"][..., None].expand(B, T, H, V).contiguous()
+            if args.kda_gdn2_form:
+                x["b"] = x["beta"][..., None].expand(B, T, H, K).contiguous()
+                x["w"] = x["beta"][..., None].expand(B, T, H, V).contiguous()
         else:
             x["b"] = uniform(0.05, 0.95, B, T, H, K).to(bf)
             x["w"] = uniform(0.05, 0.95, B, T, H, V).to(bf)
@@ -202,12 +213,18 @@ def main():
 
     scratch_cache = {}
     def problem_of(x, o, ht):
-        """The C API's problem: packed, one row per sequence and T the longest."""
+        """The C API's problem: packed, one row per sequence and T the longest; o in bf16
+        (o_bf16) or f32 (o) as its tensor is; kda's beta as it is (beta) where the set has
+        no b and w."""
         rows, length = (N, longest) if lengths else (B, T)
-        return Problem(rows, length, H, K, V, scale, 1, x["q"].data_ptr(), x["k"].data_ptr(),
-                       x["v"].data_ptr(), x["g"].data_ptr(), x["b"].data_ptr(),
-                       x["w"].data_ptr(), x["h0"].data_ptr(), o.data_ptr(), ht.data_ptr(),
-                       starts["int32"].data_ptr() if lengths else None)
+        o16 = o.dtype == torch.bfloat16
+        def ptr(name):
+            return x[name].data_ptr() if name in x else None
+        native_beta = "b" not in x
+        return Problem(rows, length, H, K, V, scale, 1, ptr("q"), ptr("k"), ptr("v"), ptr("g"),
+                       ptr("b"), ptr("w"), ptr("h0"), None if o16 else o.data_ptr(),
+                       ht.data_ptr(), starts["int32"].data_ptr() if lengths else None,
+                       o.data_ptr() if o16 else None, ptr("beta") if native_beta else None)
 
     def launch(size_of, p, invoke):
         """invoke(problem, scratch, stream, error) runs one of the library's launches with
@@ -298,7 +315,7 @@ def main():
                                       f"tokens" if lengths else ""))
         for op in args.ops:
             sets = [make_set(op, 1000 * (op == "kda") + s) for s in range(args.sets)]
-            o_tc = torch.empty(B, T, H, V, dtype=torch.float32, device=dev)
+            o_tc = torch.empty(B, T, H, V, dtype=torch.float32 if args.o_f32 else bf, device=dev)
             ht_tc = torch.empty(N, H, K, V, dtype=torch.float32, device=dev)
             torch.cuda.synchronize()
 
@@ -378,6 +395,9 @@ def main():
                 return {"TFLOPs": flops_fb / (ms * 1e-3) / 1e12,
                         "GBps": nbytes_fb / (ms * 1e-3) / 1e9}
             row = {"op": op, "shape": f"B{B} T{T} H{H} K{K} V{V}", "inputs": "bf16",
+                   "cuda-tc o": "f32" if args.o_f32 else "bf16",
+                   "cuda-tc kda beta": (None if op != "kda" else
+                                        "gdn2 form" if args.kda_gdn2_form else "native"),
                    "packed sequence lengths": lengths,
                    "first_call_s": {"cuda-tc fwd": tc_first, "fla fwd": fla_first,
                                     "cuda-tc fwd+bwd": tc_first_bwd, "fla fwd+bwd": fla_first_bwd},
@@ -400,7 +420,7 @@ def main():
             print(f"\n{op}: first call cuda-tc {tc_first:.3f} s, FLA fwd {fla_first:.1f} s"
                   + (f", FLA fwd+bwd {fla_first_bwd:.1f} s" if fla_first_bwd is not None else ""))
             print(f"{op}: agreement with FLA: o {agree['o']:.2e}, ht {agree['ht']:.2e}; "
-                  f"unwritten o: {unwritten}")
+                  f"unwritten o: {unwritten} (cuda-tc's o in {row['cuda-tc o']})")
             for name, r in (("fla fwd", fla_fwd), ("cuda-tc fwd", tc_fwd)):
                 rr = rates(r["median_ms"])
                 print(f"{op}: {name:12s} median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}, max "

@@ -222,8 +222,14 @@ class CudaBackend final : public Backend {
     p.h0 = d.upload("h0", in.at("h0"));
     const Gdn2Gates<float> gates = gdn2_gates(s.op, s.K, s.V, in);
     p.g = d.upload_input("g", gates.g);
-    p.b = d.upload_input("b", gates.b);
-    p.w = d.upload_input("w", gates.w);
+    if (s.op != Op::gdn2 && arithmetic_ == Arithmetic::tensor_cores) {
+      // beta as it is: cuda-tc broadcasts it over b's and w's channels as it reads them
+      p.beta = d.upload_input("beta", in.at("beta"));
+      record.note("beta:per-row");
+    } else {
+      p.b = d.upload_input("b", gates.b);
+      p.w = d.upload_input("w", gates.w);
+    }
     p.o = d.upload("o", out.at("o"));
     p.ht = d.upload("ht", out.at("ht"));
     if (backward) {

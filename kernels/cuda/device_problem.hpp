@@ -1,8 +1,9 @@
 // kernels/cuda/device_problem.hpp — what the CUDA kernels are handed: device
 // pointers in FLA layout, every op already in gdn2 form (kda's beta broadcast
-// into b [B,T,H,K] and w [B,T,H,V]; gdn's scalar g broadcast over K), f32
-// inputs, and the faults to inject. backends.cu expands the inputs and folds
-// the gradients back (dbeta = sum db + sum dw; gdn's dg = sum over K).
+// into b [B,T,H,K] and w [B,T,H,V], or for cuda-tc handed as it is in beta;
+// gdn's scalar g broadcast over K), f32 inputs, and the faults to inject.
+// backends.cu expands the inputs and folds the gradients back (dbeta = sum db
+// + sum dw; gdn's dg = sum over K).
 // Plain C++: included by .cu files and by host code alike.
 #pragma once
 
@@ -61,6 +62,10 @@ struct DeviceProblem {
   InputType input = InputType::f32;
   // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V], each of type `input`
   const void *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr;
+  // Or, for kda (cuda-tc only), its beta [B,T,H] of type `input`: when set, b
+  // and w are beta broadcast over their channels, read from here (b and w are
+  // not read and may be null), never stored at their full width.
+  const void* beta = nullptr;
   const float* h0 = nullptr;  // [B,H,K,V]
   // Packed sequences (FLA's varlen; cuda-tc only): when set, B + 1 ints in
   // device memory, and sequence b is the rows [cu_seqlens[b], cu_seqlens[b+1])
@@ -73,6 +78,10 @@ struct DeviceProblem {
   // outputs: o [B,T,H,V], ht [B,H,K,V]; gradients in gdn2 form, same shapes
   // as their inputs
   float *o = nullptr, *ht = nullptr;
+  // or, when set (cuda-tc only), o in bf16 here instead of in o: bit patterns,
+  // each o's f32 value rounded to nearest even (FLA's output type; half the
+  // bytes of fwd.output's largest write)
+  std::uint16_t* o_bf16 = nullptr;
   float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dg = nullptr, *db = nullptr, *dw = nullptr,
         *dh0 = nullptr;
   CudaFaults faults;

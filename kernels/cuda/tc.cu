@@ -47,6 +47,10 @@
 // moved db's slope out of its band at T = 32768, docs/PRECISION.md), and
 // takes exp(G_r - G_i) per pair and channel in f32 where one does. Rows past T (a partial
 // last chunk) are read as zeros: their g = 0 keeps G at the last real row.
+// kda's and gdn's beta (DeviceProblem::beta) is read once a row and broadcast
+// over b's and w's channels as they are loaded (RowPieces' per_row): the same
+// values as b and w stored at full width, a third of fwd.intra's input bytes
+// fewer.
 //
 // Determinism: no atomic sums (the one atomic, cumulative_decay's atomicOr of a
 // flag bit, is order-free); each output element is written by one thread after
@@ -146,7 +150,33 @@ struct Piece {
       }
     }
   }
+  // A piece of kVec copies of one value (a row's broadcast beta).
+  static __device__ uint4 splat(const In& x) {
+    unsigned word;
+    if constexpr (sizeof(In) == 4) {
+      word = __float_as_uint(x);
+    } else {
+      const unsigned half = __bfloat16_as_ushort(x);
+      word = half | half << 16;
+    }
+    return make_uint4(word, word, word, word);
+  }
 };
+
+// kda's b and w where DeviceProblem::beta is set: beta [B,T,H], one value a
+// row, broadcast over the channels. gate(p, x) is the tensor read for b or w
+// (x), per_row(p, n) the bit of tensor n in RowPieces' per_row mask.
+__device__ inline const void* gate(const DeviceProblem& p, const void* x) {
+  return p.beta ? p.beta : x;
+}
+__device__ inline unsigned per_row(const DeviceProblem& p, int n) { return p.beta ? 1u << n : 0u; }
+// Element i of a row's (flat row index) `width` channels in tensor n of x:
+// the row's one value where per_row has n's bit.
+__device__ inline std::size_t element_at(const DeviceProblem& p, unsigned per_row, int n, int width,
+                                         long long row, int h, int i) {
+  return per_row >> n & 1 ? token_offset(0, p.H, 1, 0, static_cast<int>(row), h, 0)
+                          : token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
+}
 
 // A thread's part of rows t0 .. t0 + 63 of N token tensors of `width`
 // channels (up to Width), for (b, h): fetch issues every load of all N before
@@ -154,7 +184,8 @@ struct Piece {
 // element) and keeps them in registers; store(r, i, x) hands each row r and
 // channel i < Width over, x[n] tensor n's value, zeros past T and past width.
 // Where a row is not whole 16-byte pieces, fetch loads nothing and store reads
-// element by element.
+// element by element. A tensor whose bit is set in per_row is [B,T,H] (kda's
+// beta), its row's one value broadcast over the channels.
 template <class In, int Width, int N>
 struct RowPieces {
   static constexpr int kVec = Piece<In>::kVec, kPieces = kC * Width / kVec;
@@ -163,7 +194,7 @@ struct RowPieces {
   uint4 raw[N][kPerThread];
 
   __device__ void fetch(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
-                        int t0) {
+                        int t0, unsigned per_row = 0) {
     if (width % kVec != 0) return;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
@@ -172,25 +203,27 @@ struct RowPieces {
 #pragma unroll
       for (int n = 0; n < N; ++n) raw[n][j] = make_uint4(0, 0, 0, 0);
       if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-        const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
 #pragma unroll
-        for (int n = 0; n < N; ++n)
-          raw[n][j] = __ldg(reinterpret_cast<const uint4*>(static_cast<const In*>(x[n]) + at));
+        for (int n = 0; n < N; ++n) {
+          const In* at = static_cast<const In*>(x[n]) + element_at(p, per_row, n, width, row, h, i);
+          raw[n][j] =
+              per_row >> n & 1 ? Piece<In>::splat(*at) : __ldg(reinterpret_cast<const uint4*>(at));
+        }
       }
     }
   }
 
   template <class Store>
   __device__ void store(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
-                        int t0, Store store) const {
+                        int t0, Store store, unsigned per_row = 0) const {
     if (width % kVec != 0) {
       for (int idx = threadIdx.x; idx < kC * Width; idx += blockDim.x) {
         const int r = idx / Width, i = idx % Width, t = t0 + r;
         float v[N] = {};
         if (const long long row = source_row(p, b, t); i < width && row >= 0) {
-          const std::size_t at = token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
 #pragma unroll
-          for (int n = 0; n < N; ++n) v[n] = read_input<In>(x[n], at);
+          for (int n = 0; n < N; ++n)
+            v[n] = read_input<In>(x[n], element_at(p, per_row, n, width, row, h, i));
         }
         store(r, i, v);
       }
@@ -215,15 +248,16 @@ struct RowPieces {
 };
 
 // Rows t0 .. t0 + 63 of two token tensors x and y (RowPieces: every load of
-// both in flight before either is used): store(r, i, x, y).
+// both in flight before either is used, per_row as there): store(r, i, x, y).
 template <class In, int Width, class Store>
 __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void* y, int width,
-                               int b, int h, int t0, Store store) {
+                               int b, int h, int t0, Store store, unsigned per_row = 0) {
   const void* const tensors[2] = {x, y};
   RowPieces<In, Width, 2> pieces;
-  pieces.fetch(p, tensors, width, b, h, t0);
-  pieces.store(p, tensors, width, b, h, t0,
-               [&](int r, int i, const float(&v)[2]) { store(r, i, v[0], v[1]); });
+  pieces.fetch(p, tensors, width, b, h, t0, per_row);
+  pieces.store(
+      p, tensors, width, b, h, t0,
+      [&](int r, int i, const float(&v)[2]) { store(r, i, v[0], v[1]); }, per_row);
 }
 
 // G_r = sum_{i<=r} g_i in place, per channel (a thread each) of the chunk's
@@ -302,7 +336,7 @@ struct IntraLayout {
   static constexpr std::size_t kR1 = round16(max(2 * kC * kH, 2 * KP * kB));
   static constexpr std::size_t kR2 = round16(max(2 * 2 * kC * kH, 2 * VP * kB));
   static constexpr std::size_t kR3 =
-      round16(max(4 * kC * kF, 4 * (kC * kT + (kBlocks - 1) * kBlock * kY)));
+      round16(max(4 * kC * kF, 4 * (kC * kT + kBlocks * (kBlocks - 1) / 2 * kBlock * kY)));
   static constexpr std::size_t kR4 = round16(max(4 * kC * kT, 2 * kC * kB));
   static constexpr std::size_t kBytes = kR1 + kR2 + kR3 + kR4;
 };
@@ -330,7 +364,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   bf16* WVT = reinterpret_cast<bf16*>(R2);     // (W*V)^T, [v][i], after K and B
   float* G = reinterpret_cast<float*>(R3);     // g, then G = cumsum g, [r][k]
   float* Tinv = reinterpret_cast<float*>(R3);  // [r][i], after G
-  float* Y = Tinv + kC * L::kT;                // [block][16][17]
+  float* Y = Tinv + kC * L::kT;                // [block below the diagonal][16][17]
   float* A = reinterpret_cast<float*>(R4);     // [r][i]
   bf16* Tb = reinterpret_cast<bf16*>(R4);      // Tinv in bf16, [r][i], after A
 
@@ -352,24 +386,30 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // (the wait on them then gone); f32 inputs, twice the registers: two
   // tensors at a time, each pair when its turn comes.
   constexpr bool kEarly = sizeof(In) == 2;
-  const void* const wv[2] = {p.w, p.v};
+  const void* const wv[2] = {gate(p, p.w), p.v};
   RowPieces<In, VP, kEarly ? 2 : 1> wv_early;
   if constexpr (kEarly) {
-    const void* const qkgb[4] = {p.q, p.k, p.g, p.b};
+    const void* const qkgb[4] = {p.q, p.k, p.g, gate(p, p.b)};
     RowPieces<In, KP, 4> rows;
-    rows.fetch(p, qkgb, K, b, h, t0);
-    rows.store(p, qkgb, K, b, h, t0, [&](int r, int i, const float(&x)[4]) {
-      Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
-      G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
-    });
-    wv_early.fetch(p, wv, V, b, h, t0);
+    rows.fetch(p, qkgb, K, b, h, t0, per_row(p, 3));
+    rows.store(
+        p, qkgb, K, b, h, t0,
+        [&](int r, int i, const float(&x)[4]) {
+          Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
+          G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
+        },
+        per_row(p, 3));
+    wv_early.fetch(p, wv, V, b, h, t0, per_row(p, 0));
   } else {
     load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
       Q[r * L::kH + i] = to_bf16(q), Kk[r * L::kH + i] = to_bf16(k);
     });
-    load_row_pairs<In, KP>(p, p.g, p.b, K, b, h, t0, [&](int r, int i, float g, float bb) {
-      G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
-    });
+    load_row_pairs<In, KP>(
+        p, p.g, gate(p, p.b), K, b, h, t0,
+        [&](int r, int i, float g, float bb) {
+          G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
+        },
+        per_row(p, 1));
   }
   __syncthreads();
 
@@ -519,10 +559,11 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // (warps 0-3); the blocks above the diagonal are zeros (warps 4-7).
   auto store_wv = [&](int r, int j, float w, float v) { WVT[j * L::kB + r] = to_bf16(w * v); };
   if constexpr (kEarly)
-    wv_early.store(p, wv, V, b, h, t0,
-                   [&](int r, int j, const float(&x)[2]) { store_wv(r, j, x[0], x[1]); });
+    wv_early.store(
+        p, wv, V, b, h, t0, [&](int r, int j, const float(&x)[2]) { store_wv(r, j, x[0], x[1]); },
+        per_row(p, 0));
   else
-    load_row_pairs<In, VP>(p, p.w, p.v, V, b, h, t0, store_wv);
+    load_row_pairs<In, VP>(p, gate(p, p.w), p.v, V, b, h, t0, store_wv, per_row(p, 0));
   if (warp < kBlocks) {
     if (lane_id < kBlock) {
       const int base = kBlock * warp;
@@ -544,35 +585,57 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     }
   }
   __syncthreads();
-  // The blocks below the diagonal, one diagonal of blocks at a time:
-  // Tinv_RI = -Tinv_RR sum_{J=I}^{R-1} A_RJ Tinv_JI, a thread four adjacent
-  // columns of a row (one shared load of A or Tinv_RR for four products; each
-  // element the same sums in the same order as a column a thread: fwd.intra
-  // 2-4% faster, reports/gpu/ecdfdf4).
-  constexpr int kQ = 4, kRowQuads = kBlock / kQ;
-  for (int d = 1; d < kBlocks; ++d) {
-    const int count = (kBlocks - d) * kBlock * kRowQuads;
-    for (int idx = tid; idx < count; idx += kThreads) {
-      const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
-      const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
-      float y[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int j = kBlock * I; j < kBlock * R; ++j) {
+  // The blocks below the diagonal: Tinv_RI = -Tinv_RR Y_RI, Y_RI = sum_{J=I}^{R-1}
+  // A_RJ Tinv_JI, a thread four adjacent columns of a row (one shared load of A
+  // or Tinv_RR for four products). In rounds k = 1, 2, 3: every block with
+  // R - I >= k adds its sum's next 16 terms (J = I + k - 1, whole since round
+  // k - 1), then the blocks with R - I = k finish. Each Y_RI is the same sums in
+  // the same order (j ascending, its partial sum kept in Y between rounds) as
+  // one diagonal of blocks at a time gave, but the blocks far from the
+  // diagonal start their sums while the near ones finish (the longest sum, 48
+  // terms, was 64 of the phase's 144 serial steps behind a barrier).
+  constexpr int kQ = 4, kRowQuads = kBlock / kQ, kItems = kBlock * kRowQuads;
+  constexpr int kBelow = kBlocks * (kBlocks - 1) / 2;  // Y's slots: by R - I, then I
+  auto first_slot = [](int d) { return (d - 1) * (2 * kBlocks - d) / 2; };
+  auto block_of = [&](int slot, int& R, int& I) {
+    int d = 1;
+    while (slot >= first_slot(d + 1)) ++d;
+    I = slot - first_slot(d), R = I + d;
+  };
+  for (int k = 1; k < kBlocks; ++k) {
+    const int first = first_slot(k);
+    for (int idx = tid; idx < (kBelow - first) * kItems; idx += kThreads) {
+      const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
+      const int il = idx % kRowQuads * kQ;
+      int R, I;
+      block_of(slot, R, I);
+      float* y = Y + (slot * kBlock + rl) * L::kY + il;
+      float sum[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (k > 1) {
+#pragma unroll
+        for (int e = 0; e < kQ; ++e) sum[e] = y[e];
+      }
+      const int J = I + k - 1;
+#pragma unroll 4
+      for (int j = kBlock * J; j < kBlock * (J + 1); ++j) {
         const float a = A[(kBlock * R + rl) * L::kT + j];
 #pragma unroll
-        for (int e = 0; e < kQ; ++e) y[e] += a * Tinv[j * L::kT + kBlock * I + il + e];
+        for (int e = 0; e < kQ; ++e) sum[e] += a * Tinv[j * L::kT + kBlock * I + il + e];
       }
 #pragma unroll
-      for (int e = 0; e < kQ; ++e) Y[(blk * kBlock + rl) * L::kY + il + e] = y[e];
+      for (int e = 0; e < kQ; ++e) y[e] = sum[e];
     }
     __syncthreads();
-    for (int idx = tid; idx < count; idx += kThreads) {
-      const int blk = idx / (kBlock * kRowQuads), R = d + blk, I = R - d;
-      const int rl = idx / kRowQuads % kBlock, il = idx % kRowQuads * kQ;
+    for (int idx = tid; idx < (first_slot(k + 1) - first) * kItems; idx += kThreads) {
+      const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
+      const int il = idx % kRowQuads * kQ;
+      int R, I;
+      block_of(slot, R, I);
       float x[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
       for (int m = 0; m < kBlock; ++m) {
         const float t = Tinv[(kBlock * R + rl) * L::kT + kBlock * R + m];
 #pragma unroll
-        for (int e = 0; e < kQ; ++e) x[e] -= t * Y[(blk * kBlock + m) * L::kY + il + e];
+        for (int e = 0; e < kQ; ++e) x[e] -= t * Y[(slot * kBlock + m) * L::kY + il + e];
       }
 #pragma unroll
       for (int e = 0; e < kQ; ++e) Tinv[(kBlock * R + rl) * L::kT + kBlock * I + il + e] = x[e];
@@ -620,6 +683,34 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
 // per block. Warp w holds rows [w KP/4, (w+1) KP/4) of S in registers (f32).
 // ---------------------------------------------------------------------------
 
+// The (sequence, head) a state kernel's grid row y walks (fwd.inter, bwd.bk2:
+// each block walks its sequence's chunks in turn, so a packed batch's longest
+// sequence sets the kernel's length). With packed sequences, at most
+// kOrderedSequences of them, the rows take the sequences longest first (ties by
+// index) so that the longest walks start in the first wave, not wherever the
+// caller put them: a scheduling order (longest processing time first), the
+// same bits. A simulation of 16 packed sequences of 293..4092 tokens (1024
+// blocks, 264 at a time) gives the slowest slot 171 chunk steps this way, 206
+// in index order. Every thread of the block calls it (it waits at a barrier).
+// longest_first false (DELTAPROOF_TC_STATE_ORDER=1, state_order): index order.
+constexpr int kOrderedSequences = 64;
+__device__ inline int state_row(const DeviceProblem& p, int y, bool longest_first) {
+  if (!longest_first || !p.cu_seqlens || p.B > kOrderedSequences) return y;
+  __shared__ int sequence;
+  const int rank = y / p.H;
+  for (int b = threadIdx.x; b < p.B; b += blockDim.x) {
+    const int length = seq_length(p, b);
+    int ahead = 0;  // the sequences before b in the order
+    for (int o = 0; o < p.B; ++o) {
+      const int other = seq_length(p, o);
+      ahead += other > length || (other == length && o < b);
+    }
+    if (ahead == rank) sequence = b;
+  }
+  __syncthreads();
+  return sequence * p.H + y % p.H;
+}
+
 // A Rows x Cols tile of bf16 (Cols a multiple of 8) between global memory
 // (row stride from_ld or to_ld) and shared memory (row stride ld), in 16-byte
 // pieces, Threads threads each a fixed share: its first piece's row and
@@ -658,6 +749,14 @@ __device__ inline void store_tile(bf16* to, int to_ld, const bf16* from, int ld)
     *reinterpret_cast<uint4*>(to + r * to_ld + x) =
         *reinterpret_cast<const uint4*>(from + r * ld + x);
   });
+}
+
+// A chunk's KP chunk-end decays (f32) by cp.async (not committed), a 16-byte
+// piece a thread.
+template <int Threads, int KP>
+__device__ inline void copy_decay_end_async(float* to, const float* from) {
+  static_assert(KP / 4 <= Threads, "a thread a piece of the chunk-end decays");
+  if (threadIdx.x < KP / 4) mma::copy_async_16(to + 4 * threadIdx.x, from + 4 * threadIdx.x);
 }
 
 // A warp's part of a KP x VT state tile in registers (f32): fwd.inter's S and
@@ -700,7 +799,7 @@ struct StateLayout {
 
 template <int KP, int VP, int VT, int Stages>
 __global__ void __launch_bounds__(TcConfig::kStateThreads)
-    tc_fwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
+    tc_fwd_state(DeviceProblem p, TcScratch s, int num_chunks, bool longest_first) {
   using L = StateLayout<KP, VT, Stages>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -721,7 +820,8 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   bf16* ST = reinterpret_cast<bf16*>(shared + Stages * L::kBufferBytes);  // S0^T, [v][k]
   bf16* UT = ST + kVT * L::kW;                                            // U^T, [v][i]
 
-  const int v0 = blockIdx.x * kVT, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
+  const int v0 = blockIdx.x * kVT, bh = state_row(p, blockIdx.y, longest_first), b = bh / p.H,
+            h = bh % p.H;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
@@ -735,8 +835,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
     copy_tile_async<kThreads, kC, KP>(to.Wt, L::kW, s.Wt + n * kC * KP, KP);
     copy_tile_async<kThreads, KP, kC>(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC);
     copy_tile_async<kThreads, kC, kVT>(to.Ut, L::kU, s.Ut + n * kC * VP + v0, VP);
-    static_assert(KP / 4 <= kThreads, "a thread a piece of the chunk-end decays");
-    if (tid < KP / 4) mma::copy_async_16(to.decay_end + 4 * tid, s.decay_end + n * KP + 4 * tid);
+    copy_decay_end_async<kThreads, KP>(to.decay_end, s.decay_end + n * KP);
   };
 
   StateTile<KP, VT> S;
@@ -859,29 +958,40 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
     for (int j = 0; j < kTiles; ++j)
       mma::mma(O[j], fa, mma::load_b(UT, L::kD, col0 + j * mma::kN, ks * mma::kK));
   }
+  // o, two adjacent columns of a row at a time (an accumulator's pair, its
+  // first column even: aligned where V is even and the caller's buffer is
+  // aligned to a pair, which a view into a larger tensor need not be; else one
+  // at a time), in bf16 where the caller asks for it, else in f32.
+  bf16* const o16 = reinterpret_cast<bf16*>(p.o_bf16);
+  const auto address =
+      o16 ? reinterpret_cast<std::uintptr_t>(o16) : reinterpret_cast<std::uintptr_t>(p.o);
+  const bool pairs = p.V % 2 == 0 && address % (o16 ? 4 : 8) == 0;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
+    for (int e = 0; e < 4; e += 2) {
       const int t = t0 + kBlock * mt + mma::acc_row(l, e);
       const int v = col0 + j * mma::kN + mma::acc_col(l, e);
-      if (t < length && v < p.V) p.o[token_at(p, p.V, b, t, h, v)] = O[j].c[e];
+      if (t >= length || v >= p.V) continue;
+      const std::size_t at = token_at(p, p.V, b, t, h, v);
+      const float x0 = O[j].c[e], x1 = O[j].c[e + 1];
+      if (o16 && pairs) {
+        *reinterpret_cast<__nv_bfloat162*>(o16 + at) = __floats2bfloat162_rn(x0, x1);
+      } else if (o16) {
+        o16[at] = to_bf16(x0);
+        if (v + 1 < p.V) o16[at + 1] = to_bf16(x1);
+      } else if (pairs) {
+        *reinterpret_cast<float2*>(p.o + at) = make_float2(x0, x1);
+      } else {
+        p.o[at] = x0;
+        if (v + 1 < p.V) p.o[at + 1] = x1;
+      }
     }
 }
 
 // ---------------------------------------------------------------------------
 // The backward's helpers
 // ---------------------------------------------------------------------------
-
-// rows x cols of bf16 (cols a multiple of 8) from global memory at row stride
-// from_ld to shared memory at row stride ld, by cp.async (not committed).
-__device__ inline void copy_rows(bf16* to, int ld, const bf16* from, int from_ld, int rows,
-                                 int cols) {
-  for (int idx = threadIdx.x; idx < rows * cols / 8; idx += blockDim.x) {
-    const int r = idx / (cols / 8), x = idx % (cols / 8) * 8;
-    mma::copy_async_16(to + r * ld + x, from + static_cast<std::size_t>(r) * from_ld + x);
-  }
-}
 
 // dO at token t and column v of sequence b (of `length` tokens), head h: zero
 // past the sequence's end and past V.
@@ -955,7 +1065,7 @@ struct Bk2Layout {
 
 template <int KP, int VP, int VT, int Buffers>
 __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
-    tc_bwd_state(DeviceProblem p, TcScratch s, int num_chunks) {
+    tc_bwd_state(DeviceProblem p, TcScratch s, int num_chunks, bool longest_first) {
   using L = Bk2Layout<KP, VT, Buffers>;
   constexpr int kVT = L::kVT, kRows = KP / 4, kMT = kRows / mma::kM, kNT = kVT / mma::kN;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -976,7 +1086,8 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
   bf16* dU = dO + kC * L::kO;                                              // [i][v]
   bf16* dST = dU + kC * L::kO;                                             // dS_end^T, [v][k]
 
-  const int v0 = blockIdx.x * kVT, bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
+  const int v0 = blockIdx.x * kVT, bh = state_row(p, blockIdx.y, longest_first), b = bh / p.H,
+            h = bh % p.H;
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
   const int length = seq_length(p, b);
@@ -988,8 +1099,7 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads, 1)
     copy_tile_async<kThreads, KP, kC>(to.KdecT, L::kD, s.KdecT + n * KP * kC, kC);
     copy_tile_async<kThreads, kC, KP>(to.Qg, L::kW, s.Qg + n * kC * KP, KP);
     copy_tile_async<kThreads, kC, KP>(to.Wt, L::kW, s.Wt + n * kC * KP, KP);
-    static_assert(KP / 4 <= kThreads, "a thread a piece of the chunk-end decays");
-    if (tid < KP / 4) mma::copy_async_16(to.decay_end + 4 * tid, s.decay_end + n * KP + 4 * tid);
+    copy_decay_end_async<kThreads, KP>(to.decay_end, s.decay_end + n * KP);
     mma::copy_async_commit();
   };
   // Buffers = 2: chunk c's dO tile in registers, element i of thread tid at
@@ -1177,15 +1287,17 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, Part == kAllProducts 
   const mma::Lane l = mma::lane();
 
   if constexpr (L::kX) {
-    copy_rows(Tinv, L::kD, s.Tinv + n * kC * kC, kC, kC, kC);
-    copy_rows(dU, L::kV, s.dU + n * kC * VP, VP, kC, VP);
+    copy_tile_async<TcConfig::kIntraThreads, kC, kC>(Tinv, L::kD, s.Tinv + n * kC * kC, kC);
+    copy_tile_async<TcConfig::kIntraThreads, kC, VP>(dU, L::kV, s.dU + n * kC * VP, VP);
   }
-  if constexpr (L::kM) copy_rows(UT, L::kD, s.UT + n * VP * kC, kC, VP, kC);
-  copy_rows(S0T, L::kK, s.S0T + n * VP * KP, KP, VP, KP);
-  if constexpr (L::kM) copy_rows(dST, L::kK, s.dS_endT + n * VP * KP, KP, VP, KP);
+  if constexpr (L::kM)
+    copy_tile_async<TcConfig::kIntraThreads, VP, kC>(UT, L::kD, s.UT + n * VP * kC, kC);
+  copy_tile_async<TcConfig::kIntraThreads, VP, KP>(S0T, L::kK, s.S0T + n * VP * KP, KP);
+  if constexpr (L::kM)
+    copy_tile_async<TcConfig::kIntraThreads, VP, KP>(dST, L::kK, s.dS_endT + n * VP * KP, KP);
   if constexpr (L::kX) {
-    copy_rows(Wt, L::kK, s.Wt + n * kC * KP, KP, kC, KP);
-    copy_rows(Ut, L::kV, s.Ut + n * kC * VP, VP, kC, VP);
+    copy_tile_async<TcConfig::kIntraThreads, kC, KP>(Wt, L::kK, s.Wt + n * kC * KP, KP);
+    copy_tile_async<TcConfig::kIntraThreads, kC, VP>(Ut, L::kV, s.Ut + n * kC * VP, VP);
   }
   mma::copy_async_commit();
   if constexpr (L::kM) load_dO(p, b, h, t0, 0, VP, dO, L::kV);
@@ -1230,7 +1342,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, Part == kAllProducts 
           if (t0 + r < length && j < p.V) {
             const std::size_t at = token_at(p, p.V, b, t0 + r, h, j);
             p.dw[at] = x * read_input<In>(p.v, at);
-            p.dv[at] = x * read_input<In>(p.w, at);
+            p.dv[at] =
+                x * read_input<In>(gate(p, p.w), p.beta ? token_at(p, 1, b, t0 + r, h, 0) : at);
           }
         });
   if constexpr (L::kM) {
@@ -1355,17 +1468,20 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, KW == KP ? 0 : 2)
 
   __shared__ unsigned wide;  // the 16-row blocks whose decays are wide (cumulative_decay)
   if (tid == 0) wide = 0;
-  copy_rows(dM, L::kD, s.dM + n * kC * kC, kC, kC, kC);
-  copy_rows(dA, L::kD, s.dA + n * kC * kC, kC, kC, kC);
+  copy_tile_async<TcConfig::kIntraThreads, kC, kC>(dM, L::kD, s.dM + n * kC * kC, kC);
+  copy_tile_async<TcConfig::kIntraThreads, kC, kC>(dA, L::kD, s.dA + n * kC * kC, kC);
   mma::copy_async_commit();
   const auto mine = [&](int i) { return i >= k0 && i < k0 + KW; };  // channel i is the block's
   load_row_pairs<In, KP>(p, p.q, p.k, p.K, b, h, t0, [&](int r, int i, float q, float k) {
     if (mine(i)) Q[r * L::kH + i - k0] = to_bf16(q), Kk[r * L::kH + i - k0] = to_bf16(k);
   });
   if constexpr (KW == KP) {
-    load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
-      G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
-    });
+    load_row_pairs<In, KP>(
+        p, p.g, gate(p, p.b), p.K, b, h, t0,
+        [&](int r, int i, float g, float bb) {
+          G[r * L::kF + i] = g, Bg[r * L::kH + i] = to_bf16(bb);
+        },
+        per_row(p, 1));
     mma::copy_async_wait_all();
     __syncthreads();
     cumulative_decay(p, G, L::kF, KP, &wide);
@@ -1376,10 +1492,13 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, KW == KP ? 0 : 2)
     constexpr int kAll = KP + 1;
     static_assert(kC * kAll <= 2 * kC * L::kF, "G of every channel fits dKs and dGs");
     float* all = dKs;
-    load_row_pairs<In, KP>(p, p.g, p.b, p.K, b, h, t0, [&](int r, int i, float g, float bb) {
-      all[r * kAll + i] = g;
-      if (mine(i)) Bg[r * L::kH + i - k0] = to_bf16(bb);
-    });
+    load_row_pairs<In, KP>(
+        p, p.g, gate(p, p.b), p.K, b, h, t0,
+        [&](int r, int i, float g, float bb) {
+          all[r * kAll + i] = g;
+          if (mine(i)) Bg[r * L::kH + i - k0] = to_bf16(bb);
+        },
+        per_row(p, 1));
     mma::copy_async_wait_all();
     __syncthreads();
     cumulative_decay(p, all, kAll, KP, &wide);
@@ -1638,6 +1757,11 @@ int inter_stages(const DeviceProblem& p, int VP, int VT) {
   return state_blocks(p, VP, VT) <= sm_count() ? 3 : 2;
 }
 
+// Whether the state kernels walk packed sequences longest first (state_row):
+// yes; DELTAPROOF_TC_STATE_ORDER=1 forces index order (2: longest first), read
+// at each launch. The same bits either way.
+bool state_order() { return forced_choice("DELTAPROOF_TC_STATE_ORDER", {1, 2}) != 1; }
+
 // run(VT) with the state tile's width as an integral constant.
 template <class Run>
 void with_state_tile(const DeviceProblem& p, int VP, Run run) {
@@ -1692,7 +1816,7 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
         constexpr int Stages = decltype(buffers)::value;
         tc_fwd_state<KP, VP, VT, Stages>
             <<<dim3(VP / VT, p.B * p.H), TcConfig::kStateThreads,
-               StateLayout<KP, VT, Stages>::kBytes, stream>>>(p, s, num_chunks);
+               StateLayout<KP, VT, Stages>::kBytes, stream>>>(p, s, num_chunks, state_order());
       };
       if (inter_stages(p, VP, VT) == 3) return launch(std::integral_constant<int, 3>{});
       launch(std::integral_constant<int, 2>{});
@@ -1742,14 +1866,15 @@ void launch_backward(const DeviceProblem& p, const TcScratch& s, cudaStream_t st
     with_state_tile(p, VP, [&](auto tile) {
       constexpr int VT = decltype(tile)::value;
       const dim3 grid(VP / VT, p.B * p.H);
+      const bool longest_first = state_order();
       if (bk2_buffers(p, VP, VT) == 2)
         tc_bwd_state<KP, VP, VT, 2>
-            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 2>::kBytes, stream>>>(p, s,
-                                                                                      num_chunks);
+            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 2>::kBytes, stream>>>(
+                p, s, num_chunks, longest_first);
       else
         tc_bwd_state<KP, VP, VT, 1>
-            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 1>::kBytes, stream>>>(p, s,
-                                                                                      num_chunks);
+            <<<grid, TcConfig::kStateThreads, Bk2Layout<KP, VT, 1>::kBytes, stream>>>(
+                p, s, num_chunks, longest_first);
     });
     check("tc_bwd_state");
     if (log) log->note("bwd.bk2", "tc_bwd_state"), log->note("bwd.glue", "tc_bwd_state");
@@ -2008,6 +2133,26 @@ class TcStageDevice {
     copy(m.data(), buffer, m.size() * sizeof(float), cudaMemcpyDeviceToHost);
     return m;
   }
+  // o from here on `shift` elements into a buffer of its own (an odd shift:
+  // not aligned to a pair), in bf16 (DeviceProblem::o_bf16) or f32; the
+  // default place is the f32 o the constructor allocated.
+  void place_o(const OutputPlace& at) {
+    if (!at.bf16 && at.shift == 0) return;
+    const std::size_t LV = static_cast<std::size_t>(L()) * V(), shift = at.shift;
+    if (at.bf16)
+      p_.o_bf16 = reinterpret_cast<std::uint16_t*>(allocate((LV + shift + 1) / 2)) + shift;
+    else
+      p_.o = allocate(LV + shift) + shift;
+  }
+  // o as an L x V matrix (a bf16 o widened exactly).
+  HostMatrix get_o() const {
+    if (!p_.o_bf16) return get(p_.o, L(), V());
+    std::vector<bf16> o(static_cast<std::size_t>(L()) * V());
+    copy(o.data(), p_.o_bf16, o.size() * sizeof(bf16), cudaMemcpyDeviceToHost);
+    HostMatrix m(o.size());
+    for (std::size_t i = 0; i < o.size(); ++i) m[i] = __bfloat162float(o[i]);
+    return m;
+  }
 
  private:
   int L() const { return s_.L; }
@@ -2079,13 +2224,19 @@ StageForward run_tc_fwd_inter(const StageShape& s, const StageIntra& intra, cons
 
 HostMatrix run_tc_fwd_output(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
                              const HostMatrix& U, CudaFaults faults) {
+  return run_tc_fwd_output(s, intra, S0, U, OutputPlace{}, faults);
+}
+
+HostMatrix run_tc_fwd_output(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
+                             const HostMatrix& U, const OutputPlace& o, CudaFaults faults) {
   TcStageDevice d(s, faults);
+  d.place_o(o);
   d.put(d.Qg(), intra.Qg);
   d.put(d.M(), intra.M);
   d.put(d.S0(), S0);
   d.put(d.U(), U);
   launch_tc_forward(d.p(), d.scratch(), nullptr, nullptr, true, kTcOutput);
-  return d.get(d.p().o, s.L, s.V);
+  return d.get_o();
 }
 
 StageBk2 run_tc_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,

@@ -3,14 +3,17 @@
 // (libdeltaproof_tc.so) so that a script can run it on the same tensors as
 // another kernel in one process and time both with CUDA events
 // (scripts/tc_vs_fla.py). The inputs are in gdn2 form and FLA's layout (q k g b
-// [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]); o and ht are f32; the cotangents do
-// and dht and every gradient are f32 (db and dw in gdn2 form). No allocation
+// [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]; or kda's beta [B,T,H] in place of b
+// and w); o is f32 or, where the caller asks,
+// bf16; ht, the cotangents do and dht and every gradient are f32 (db and dw in
+// gdn2 form). No allocation
 // and no synchronisation: the caller owns the scratch
 // (deltaproof_tc_scratch_bytes, deltaproof_tc_scratch_bytes_backward) and the
 // stream. Packed sequences (cu_seqlens) run natively: each sequence's chunks
 // start at its first token, and a chunk past a shorter sequence's end is
 // skipped (its block returns at once), never computed as padding.
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -35,6 +38,15 @@ struct deltaproof_tc_problem {
   // of token tensors [1, cu_seqlens[B], H, width]; h0, ht and the state
   // gradients stay [B,H,K,V], one per sequence.
   const int* cu_seqlens;
+  // Or null: o in bf16 (FLA's output type), written here instead of into o
+  // (o may then be null): B*T*H*V bf16 values (packed: cu_seqlens[B]*H*V),
+  // each o's f32 value rounded to nearest even.
+  void* o_bf16;
+  // Or null: kda's beta [B,T,H] (the inputs' type), read in place of b and w
+  // (they may then be null), which are beta broadcast over their channels;
+  // the gradients db and dw stay in gdn2 form (dbeta: the sum of both over
+  // their channels).
+  const void* beta;
 };
 
 struct deltaproof_tc_gradients {
@@ -50,6 +62,8 @@ deltaproof::kernels::cuda::DeviceProblem device_problem(const deltaproof_tc_prob
                           : deltaproof::kernels::cuda::InputType::f32;
   p.q = c.q, p.k = c.k, p.v = c.v, p.g = c.g, p.b = c.b, p.w = c.w, p.h0 = c.h0;
   p.o = c.o, p.ht = c.ht, p.cu_seqlens = c.cu_seqlens;
+  p.o_bf16 = static_cast<std::uint16_t*>(c.o_bf16);
+  p.beta = c.beta;
   return p;
 }
 

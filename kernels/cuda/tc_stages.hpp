@@ -51,6 +51,16 @@ StageForward run_tc_fwd_inter(const StageShape& s, const StageIntra& intra, cons
 // fwd.output: O (L x V) from fwd.intra's Qg and M, S0 and fwd.inter's U (L x V).
 HostMatrix run_tc_fwd_output(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
                              const HostMatrix& U, CudaFaults faults = active_faults());
+// Where fwd.output writes o: in bf16 (DeviceProblem::o_bf16) or f32, `shift`
+// elements into a buffer of its own (odd: not aligned to a pair of elements).
+struct OutputPlace {
+  bool bf16 = false;
+  int shift = 0;
+};
+// The same with o written there (a bf16 o widened exactly).
+HostMatrix run_tc_fwd_output(const StageShape& s, const StageIntra& intra, const HostMatrix& S0,
+                             const HostMatrix& U, const OutputPlace& o,
+                             CudaFaults faults = active_faults());
 // bwd.bk2: from fwd.intra's M, Kdec, Qg, Wt, decay_end, dO (L x V) and the
 // chunk-end dS_end (K x V).
 StageBk2 run_tc_bwd_bk2(const StageShape& s, const StageIntra& intra, const HostMatrix& dO,

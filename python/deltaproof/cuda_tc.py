@@ -33,7 +33,7 @@ class _Problem(ctypes.Structure):
         ]
         + [
             (n, ctypes.c_void_p)
-            for n in ("q", "k", "v", "g", "b", "w", "h0", "o", "ht", "cu_seqlens")
+            for n in ("q", "k", "v", "g", "b", "w", "h0", "o", "ht", "cu_seqlens", "o_bf16", "beta")
         ]
     )
 

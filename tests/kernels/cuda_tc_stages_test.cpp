@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,46 @@ TEST_F(CudaTcFwdOutput, OnATransposedStateItIsRed) {
   const HostMatrix O = kernels::cuda::run_tc_fwd_output(
       t.x.shape, t.host_intra, host(MatF(t.x.S0.transpose())), host(t.forward.U));
   expect_stage_red("S0 transposed", "fwd.output", "O", O, t.forward.O);
+}
+
+// o in bf16 (DeviceProblem::o_bf16: FLA's output type, what tc_capi's callers
+// ask for) is the f32 o rounded to nearest even, element for element; and o in
+// either type holds the same values where its buffer is not aligned to a pair
+// of elements (a view into a larger tensor). fwd.output stores two columns at
+// a time where V is even and the buffer aligned, else one at a time: L64
+// K=V=128 takes both paths, L17 K5 V7 (odd V) the second.
+TEST_F(CudaTcFwdOutput, InBf16ItIsItsF32ORoundedToNearestEvenAlignedOrNot) {
+  for (const StageCase& c :
+       {StageCase{"L64_K128_V128_mild", 64, 64, 128, 128, oracle::Regime::mild},
+        StageCase{"L17_K5_V7", 17, 64, 5, 7}}) {
+    const TwinChunk t = twin_chunk(c);
+    const HostMatrix S0 = host(t.x.S0), U = host(t.forward.U);
+    auto o_at = [&](bool bf16, int shift) {
+      return kernels::cuda::run_tc_fwd_output(t.x.shape, t.host_intra, S0, U,
+                                              kernels::cuda::OutputPlace{bf16, shift});
+    };
+    const HostMatrix o = o_at(false, 0);
+    HostMatrix rounded = o;
+    for (float& x : rounded)
+      x = kernels::round_float(x, kernels::Precision::bf16, kernels::Rounding::nearest_even, 0);
+    const struct {
+      const char *what, *against;
+      HostMatrix got, want;
+    } cases[] = {
+        {"f32 one element off", "the aligned f32 o", o_at(false, 1), o},
+        {"bf16", "the f32 o rounded to nearest even", o_at(true, 0), rounded},
+        {"bf16 one element off", "the f32 o rounded to nearest even", o_at(true, 1), rounded}};
+    for (const auto& k : cases) {
+      ASSERT_EQ(k.got.size(), k.want.size()) << c.name << ", " << k.what;
+      int differ = 0, first = -1;
+      for (std::size_t i = 0; i < k.want.size(); ++i)
+        if (std::memcmp(&k.got[i], &k.want[i], sizeof(float)) != 0 && differ++ == 0)
+          first = static_cast<int>(i);
+      EXPECT_EQ(differ, 0) << c.name << ", o in " << k.what << ": " << differ << " of "
+                           << k.want.size() << " elements differ from " << k.against
+                           << "; the first at row " << first / c.V << ", column " << first % c.V;
+    }
+  }
 }
 
 // The bar against the bf16 class's own noise on each problem, on the CPU:

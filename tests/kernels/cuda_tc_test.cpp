@@ -7,19 +7,22 @@
 // token; exact chunks with B > 1 and H > 2; K and V off the multiple of 8 (the
 // element-by-element loads) and off the padded widths 64 and 128; bf16 inputs;
 // the stress and mild regimes; every op. And packed sequences against each
-// sequence run alone, and the state kernels' variants against each other.
+// sequence run alone, the state kernels' variants against each other, and
+// beta read a row at a time against beta broadcast in gdn2 form.
 //
 // Built where nvcc is, run where a GPU is: ctest --test-dir build -L gpu
 // (labels cuda;gpu). Where no GPU is, every test is skipped, never passed.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/gdn2_form.hpp"
 #include "gates/compare.hpp"
 #include "gates/fixture_io.hpp"
 #include "gates/noise.hpp"
@@ -163,21 +166,22 @@ TEST(CudaTcPacked, EachSequenceBitForBitAsItsOwnDenseRun) {
 }
 
 // cuda-tc's variants (kernels/cuda/tc.cu: state_tile, bk2_buffers,
-// products_launches, tokens_blocks, inter_stages): 16- or 32-column state
-// tiles, bwd.bk2 with one operand buffer or two (chunk c - 1's loaded while c
-// runs), bwd.bk1's products in one launch or two, its token gradients in one
-// block a chunk or two, fwd.inter with two operand buffers or three (chunks
-// c + 1 and c + 2 in flight). Each is chosen by shape; each must give the bits
-// of every other, over many chunks (the buffers change hands from one to the
-// next), dense and packed.
+// products_launches, tokens_blocks, inter_stages, state_order): 16- or
+// 32-column state tiles, bwd.bk2 with one operand buffer or two (chunk c - 1's
+// loaded while c runs), bwd.bk1's products in one launch or two, its token
+// gradients in one block a chunk or two, fwd.inter with two operand buffers or
+// three (chunks c + 1 and c + 2 in flight), the state kernels' packed
+// sequences in index order or longest first. Each is chosen by shape; each
+// must give the bits of every other, over many chunks (the buffers change
+// hands from one to the next), dense and packed.
 TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
   if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
   struct Variant {
-    const char *tile, *buffers, *products, *tokens, *stages;
+    const char *tile, *buffers, *products, *tokens, *stages, *order;
   };
-  const Variant variants[] = {{"32", "1", "1", "1", "2"}, {"16", "1", "2", "2", "3"},
-                              {"32", "2", "1", "2", "3"}, {"16", "2", "2", "1", "2"},
-                              {"32", "1", "2", "1", "3"}, {"32", "1", "1", "2", "2"}};
+  const Variant variants[] = {{"32", "1", "1", "1", "2", "1"}, {"16", "1", "2", "2", "3", "2"},
+                              {"32", "2", "1", "2", "3", "1"}, {"16", "2", "2", "1", "2", "2"},
+                              {"32", "1", "2", "1", "3", "2"}, {"32", "1", "1", "2", "2", "1"}};
   for (const bool packed : {false, true}) {
     oracle::FixtureSpec spec;
     spec.op = packed ? Op::kda : Op::gdn2;
@@ -196,6 +200,7 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
       ::setenv("DELTAPROOF_TC_PRODUCTS", v.products, 1);
       ::setenv("DELTAPROOF_TC_TOKENS", v.tokens, 1);
       ::setenv("DELTAPROOF_TC_INTER_STAGES", v.stages, 1);
+      ::setenv("DELTAPROOF_TC_STATE_ORDER", v.order, 1);
       Buffers out = kernels::allocate_outputs(shape, Phase::bwd, NAN);
       kernels::ExecutionRecord record;
       tc.run(shape, inputs, Phase::bwd, out, record);
@@ -207,14 +212,107 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
         EXPECT_EQ(std::memcmp(x.data(), first.at(name).data(), x.size() * sizeof(float)), 0)
             << (packed ? "packed" : "dense") << ": " << name << " with tile " << v.tile << " and "
             << v.buffers << " bk2 buffer(s), " << v.products << " products launch(es), " << v.tokens
-            << " tokens block(s) a chunk, " << v.stages
-            << " fwd.inter buffers differs from tile 32, 1 buffer, 1 launch, 1 block, 2 buffers";
+            << " tokens block(s) a chunk, " << v.stages << " fwd.inter buffers, state order "
+            << v.order
+            << " differs from tile 32, 1 buffer, 1 launch, 1 block, 2 buffers, index order";
     }
     ::unsetenv("DELTAPROOF_TC_STATE_TILE");
     ::unsetenv("DELTAPROOF_TC_BK2_BUFFERS");
     ::unsetenv("DELTAPROOF_TC_PRODUCTS");
     ::unsetenv("DELTAPROOF_TC_TOKENS");
     ::unsetenv("DELTAPROOF_TC_INTER_STAGES");
+    ::unsetenv("DELTAPROOF_TC_STATE_ORDER");
+  }
+}
+
+// kda's and gdn's beta read as it is (DeviceProblem::beta, [B,T,H], one value
+// a row broadcast over b's and w's channels as the kernels read them) against
+// the same problem in gdn2 form (b and w that broadcast, stored at full
+// width): every output and gradient the same bits, except those folded from
+// gdn2 form (dbeta, gdn's dg), within bf16's rounding of the fold of the gdn2
+// form's (the backend rounds them after the fold, and the gdn2 form's db and
+// dw before it). Dense with H > 1 (a row's value is its head's) and packed;
+// bf16 and f32 inputs; K = V = 128 (16-byte pieces) and K5 V7 (element by
+// element).
+TEST(CudaTcBeta, PerRowBitForBitAsBroadcastInGdn2Form) {
+  if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  struct Case {
+    const char* name;
+    Op op;
+    int B, T, H, K, V;
+    DType dtype;
+    std::vector<std::int64_t> cu_seqlens;
+  };
+  const Case cases[] = {{"kda_b2h3_k128_bf16", Op::kda, 2, 200, 3, 128, 128, DType::BF16, {}},
+                        {"kda_packed_f32", Op::kda, 1, 330, 2, 128, 128, DType::F32, {0, 70, 330}},
+                        {"kda_k5_v7", Op::kda, 1, 130, 2, 5, 7, DType::BF16, {}},
+                        {"gdn_k64_v32", Op::gdn, 1, 129, 2, 64, 32, DType::F32, {}}};
+  const kernels::Backend& tc = kernels::find_backend("cuda-tc");
+  for (const Case& c : cases) {
+    oracle::FixtureSpec spec;
+    spec.op = c.op;
+    spec.B = c.B, spec.T = c.T, spec.H = c.H, spec.K = c.K, spec.V = c.V;
+    spec.chunk = 64;
+    spec.dtype = c.dtype;
+    spec.seed = 13;
+    spec.cu_seqlens = c.cu_seqlens;
+    const kernels::KernelShape shape = gates::kernel_shape(spec);
+    const Buffers inputs = gates::kernel_inputs(oracle::draw_problem(spec));
+    Buffers per_row = kernels::allocate_outputs(shape, Phase::bwd, NAN);
+    kernels::ExecutionRecord record;
+    tc.run(shape, inputs, Phase::bwd, per_row, record);
+    EXPECT_TRUE(record.ran("beta:per-row")) << c.name;
+
+    oracle::FixtureSpec full = spec;
+    full.op = Op::gdn2;
+    const kernels::KernelShape gdn2 = gates::kernel_shape(full);
+    Buffers gdn2_inputs = inputs;
+    const auto gates = gdn2_gates(c.op, c.K, c.V, inputs);
+    gdn2_inputs.erase("beta");
+    gdn2_inputs["g"] = gates.g, gdn2_inputs["b"] = gates.b, gdn2_inputs["w"] = gates.w;
+    Buffers broadcast = kernels::allocate_outputs(gdn2, Phase::bwd, NAN);
+    kernels::ExecutionRecord full_record;
+    tc.run(gdn2, gdn2_inputs, Phase::bwd, broadcast, full_record);
+    EXPECT_FALSE(full_record.ran("beta:per-row")) << c.name;
+    // The gradients folded from gdn2 form (dbeta; gdn's dg) are rounded to
+    // bf16 (cuda-tc's outputs) after the fold in the per-row run and before
+    // it here, so they are held to bf16's rounding of both: |a - b| <= u (|a|
+    // + the sum of the terms' magnitudes), u = 2^-8 (with 1% for the f32
+    // sums); every other tensor to the same bits.
+    Buffers magnitude;
+    for (const char* name : {"dg", "db", "dw"}) {
+      magnitude[name] = broadcast.at(name);
+      for (float& v : magnitude[name]) v = std::fabs(v);
+    }
+    fold_gradients(c.op, c.K, c.V, magnitude);
+    fold_gradients(c.op, c.K, c.V, broadcast);
+    const auto folded = [&](const std::string& name) {
+      return name == "dbeta" || (c.op == Op::gdn && name == "dg");
+    };
+
+    for (const auto& [name, x] : per_row) {
+      ASSERT_TRUE(broadcast.count(name)) << c.name << ": " << name;
+      const std::vector<float>& y = broadcast.at(name);
+      ASSERT_EQ(x.size(), y.size()) << c.name << ": " << name;
+      int unwritten = 0;
+      for (float v : x) unwritten += std::isnan(v) ? 1 : 0;
+      EXPECT_EQ(unwritten, 0) << c.name << ": " << name;
+      if (!folded(name)) {
+        EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0)
+            << c.name << ": " << name
+            << " with beta read a row at a time differs from beta broadcast into b and w";
+        continue;
+      }
+      const std::vector<float>& terms = magnitude.at(name);
+      int outside = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double bound = 1.01 * std::ldexp(1.0, -8) * (std::fabs(x[i]) + terms[i]);
+        if (!(std::fabs(static_cast<double>(x[i]) - y[i]) <= bound)) ++outside;
+      }
+      EXPECT_EQ(outside, 0) << c.name << ": " << name
+                            << " with beta read a row at a time is further from the fold of "
+                               "beta broadcast into b and w than bf16's rounding of both";
+    }
   }
 }
 

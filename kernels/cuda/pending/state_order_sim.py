@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How long a state kernel's slowest slot walks, in chunk steps, with its blocks in index order
-and with the packed sequences longest first (issue38-next.patch's state_row): each block walks its
+and with the packed sequences longest first (state_row in kernels/cuda/tc.cu): each block walks its
 sequence's chunks; the blocks start in grid order on the first free slot (greedy list scheduling).
 
     python3 kernels/cuda/pending/state_order_sim.py reports/gpu/8f5e255/tc_stages_varlen16.json
