@@ -177,6 +177,11 @@ __device__ inline std::size_t element_at(const DeviceProblem& p, unsigned per_ro
   return per_row >> n & 1 ? token_offset(0, p.H, 1, 0, static_cast<int>(row), h, 0)
                           : token_offset(0, p.H, width, 0, static_cast<int>(row), h, i);
 }
+// The element of gate(p, x) for sequence b's token t, head h, where `at` is
+// x's own element there: beta's one value a row where p.beta is set, else at.
+__device__ inline std::size_t gate_at(const DeviceProblem& p, std::size_t at, int b, int t, int h) {
+  return p.beta ? token_at(p, 1, b, t, h, 0) : at;
+}
 
 // A thread's part of rows t0 .. t0 + 63 of N token tensors of `width`
 // channels (up to Width), for (b, h): fetch issues every load of all N before
@@ -184,17 +189,20 @@ __device__ inline std::size_t element_at(const DeviceProblem& p, unsigned per_ro
 // element) and keeps them in registers; store(r, i, x) hands each row r and
 // channel i < Width over, x[n] tensor n's value, zeros past T and past width.
 // Where a row is not whole 16-byte pieces, fetch loads nothing and store reads
-// element by element. A tensor whose bit is set in per_row is [B,T,H] (kda's
-// beta), its row's one value broadcast over the channels.
+// element by element. A tensor whose bit is set in fetch's per_row (kept for
+// store as per_row_mask) is [B,T,H] (kda's beta), its row's one value
+// broadcast over the channels.
 template <class In, int Width, int N>
 struct RowPieces {
   static constexpr int kVec = Piece<In>::kVec, kPieces = kC * Width / kVec;
   static constexpr int kPerThread = kPieces / TcConfig::kIntraThreads;
   static_assert(kPieces % TcConfig::kIntraThreads == 0, "every thread loads as many pieces");
   uint4 raw[N][kPerThread];
+  unsigned per_row_mask = 0;
 
   __device__ void fetch(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
                         int t0, unsigned per_row = 0) {
+    per_row_mask = per_row;
     if (width % kVec != 0) return;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
@@ -215,7 +223,7 @@ struct RowPieces {
 
   template <class Store>
   __device__ void store(const DeviceProblem& p, const void* const (&x)[N], int width, int b, int h,
-                        int t0, Store store, unsigned per_row = 0) const {
+                        int t0, Store store) const {
     if (width % kVec != 0) {
       for (int idx = threadIdx.x; idx < kC * Width; idx += blockDim.x) {
         const int r = idx / Width, i = idx % Width, t = t0 + r;
@@ -223,7 +231,7 @@ struct RowPieces {
         if (const long long row = source_row(p, b, t); i < width && row >= 0) {
 #pragma unroll
           for (int n = 0; n < N; ++n)
-            v[n] = read_input<In>(x[n], element_at(p, per_row, n, width, row, h, i));
+            v[n] = read_input<In>(x[n], element_at(p, per_row_mask, n, width, row, h, i));
         }
         store(r, i, v);
       }
@@ -255,9 +263,8 @@ __device__ void load_row_pairs(const DeviceProblem& p, const void* x, const void
   const void* const tensors[2] = {x, y};
   RowPieces<In, Width, 2> pieces;
   pieces.fetch(p, tensors, width, b, h, t0, per_row);
-  pieces.store(
-      p, tensors, width, b, h, t0,
-      [&](int r, int i, const float(&v)[2]) { store(r, i, v[0], v[1]); }, per_row);
+  pieces.store(p, tensors, width, b, h, t0,
+               [&](int r, int i, const float(&v)[2]) { store(r, i, v[0], v[1]); });
 }
 
 // G_r = sum_{i<=r} g_i in place, per channel (a thread each) of the chunk's
@@ -392,13 +399,10 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     const void* const qkgb[4] = {p.q, p.k, p.g, gate(p, p.b)};
     RowPieces<In, KP, 4> rows;
     rows.fetch(p, qkgb, K, b, h, t0, per_row(p, 3));
-    rows.store(
-        p, qkgb, K, b, h, t0,
-        [&](int r, int i, const float(&x)[4]) {
-          Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
-          G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
-        },
-        per_row(p, 3));
+    rows.store(p, qkgb, K, b, h, t0, [&](int r, int i, const float(&x)[4]) {
+      Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
+      G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
+    });
     wv_early.fetch(p, wv, V, b, h, t0, per_row(p, 0));
   } else {
     load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
@@ -559,9 +563,8 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // (warps 0-3); the blocks above the diagonal are zeros (warps 4-7).
   auto store_wv = [&](int r, int j, float w, float v) { WVT[j * L::kB + r] = to_bf16(w * v); };
   if constexpr (kEarly)
-    wv_early.store(
-        p, wv, V, b, h, t0, [&](int r, int j, const float(&x)[2]) { store_wv(r, j, x[0], x[1]); },
-        per_row(p, 0));
+    wv_early.store(p, wv, V, b, h, t0,
+                   [&](int r, int j, const float(&x)[2]) { store_wv(r, j, x[0], x[1]); });
   else
     load_row_pairs<In, VP>(p, gate(p, p.w), p.v, V, b, h, t0, store_wv, per_row(p, 0));
   if (warp < kBlocks) {
@@ -905,6 +908,27 @@ __global__ void __launch_bounds__(TcConfig::kStateThreads)
   });
 }
 
+// x0 and x1 into to[0] and to[1] (to[1] only where `second`), as Out: one
+// paired store where `paired` (to aligned to a pair, both columns there).
+template <class Out>
+__device__ inline void store_pair(Out* to, float x0, float x1, bool paired, bool second) {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    if (paired) {
+      *reinterpret_cast<__nv_bfloat162*>(to) = __floats2bfloat162_rn(x0, x1);
+      return;
+    }
+    to[0] = to_bf16(x0);
+    if (second) to[1] = to_bf16(x1);
+  } else {
+    if (paired) {
+      *reinterpret_cast<float2*>(to) = make_float2(x0, x1);
+      return;
+    }
+    to[0] = x0;
+    if (second) to[1] = x1;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // fwd.output: O = Qg S0 + M U, per chunk. Warp w takes the 16 rows of block
 // w % 4 and half the columns.
@@ -975,17 +999,10 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
       if (t >= length || v >= p.V) continue;
       const std::size_t at = token_at(p, p.V, b, t, h, v);
       const float x0 = O[j].c[e], x1 = O[j].c[e + 1];
-      if (o16 && pairs) {
-        *reinterpret_cast<__nv_bfloat162*>(o16 + at) = __floats2bfloat162_rn(x0, x1);
-      } else if (o16) {
-        o16[at] = to_bf16(x0);
-        if (v + 1 < p.V) o16[at + 1] = to_bf16(x1);
-      } else if (pairs) {
-        *reinterpret_cast<float2*>(p.o + at) = make_float2(x0, x1);
-      } else {
-        p.o[at] = x0;
-        if (v + 1 < p.V) p.o[at + 1] = x1;
-      }
+      if (o16)
+        store_pair(o16 + at, x0, x1, pairs, v + 1 < p.V);
+      else
+        store_pair(p.o + at, x0, x1, pairs, v + 1 < p.V);
     }
 }
 
@@ -1342,8 +1359,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, Part == kAllProducts 
           if (t0 + r < length && j < p.V) {
             const std::size_t at = token_at(p, p.V, b, t0 + r, h, j);
             p.dw[at] = x * read_input<In>(p.v, at);
-            p.dv[at] =
-                x * read_input<In>(gate(p, p.w), p.beta ? token_at(p, 1, b, t0 + r, h, 0) : at);
+            p.dv[at] = x * read_input<In>(gate(p, p.w), gate_at(p, at, b, t0 + r, h));
           }
         });
   if constexpr (L::kM) {
