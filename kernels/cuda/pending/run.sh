@@ -8,7 +8,8 @@
 # by ';', those the stages part times libtc_patch.so under. FLA_ARGS: more arguments of
 # tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16); FLA_SHAPES its dense BxT
 # shapes (default "1x32768 4x4096"; each costs FLA's autotune from cold), timed after the packed
-# case in a process of their own; FLA_LIMIT the seconds each of the two may take (default 600).
+# case in a process of their own; FLA_LIMIT the seconds each of the two may take (default 600);
+# FLA_CASES which of the two run (default "varlen16 dense").
 # RED_TESTS: the suites of
 # cuda_tc_tests the red build must fail, each run alone (default CudaTcStateVariants CudaTcBeta);
 # RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
@@ -117,7 +118,7 @@ part_fla() {
   # the packed case first, then the dense shapes, each its own process (a case cut short by the
   # budget leaves those before it timed), FLA's autotune results saved after each
   local name cases
-  for name in varlen16 dense; do
+  for name in ${FLA_CASES:-varlen16 dense}; do
     [[ $name == varlen16 ]] && cases=(--shapes --varlen 16) || cases=(--shapes ${FLA_SHAPES:-1x32768 4x4096})
     TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR=$cache PYTHONPATH=.fla limited ${FLA_LIMIT:-600} $PY scripts/tc_vs_fla.py --lib $v/libtc_patch.so --ops gdn2 kda "${cases[@]}" ${FLA_ARGS:-} --json $o/tc_vs_fla_$name.json > $o/tc_vs_fla_$name.txt 2>&1
     s "tc_vs_fla ($name) exit $?"
