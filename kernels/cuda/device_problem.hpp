@@ -62,7 +62,7 @@ struct DeviceProblem {
   InputType input = InputType::f32;
   // inputs, gdn2 form: q k g b [B,T,H,K]; v w [B,T,H,V], each of type `input`
   const void *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *b = nullptr, *w = nullptr;
-  // Or, for kda (cuda-tc only), its beta [B,T,H] of type `input`: when set, b
+  // Or, for kda and gdn (cuda-tc only), beta [B,T,H] of type `input`: when set, b
   // and w are beta broadcast over their channels, read from here (b and w are
   // not read and may be null), never stored at their full width.
   const void* beta = nullptr;

@@ -163,7 +163,7 @@ struct Piece {
   }
 };
 
-// kda's b and w where DeviceProblem::beta is set: beta [B,T,H], one value a
+// kda's and gdn's b and w where DeviceProblem::beta is set: beta [B,T,H], one value a
 // row, broadcast over the channels. gate(p, x) is the tensor read for b or w
 // (x), per_row(p, n) the bit of tensor n in RowPieces' per_row mask.
 __device__ inline const void* gate(const DeviceProblem& p, const void* x) {
@@ -190,7 +190,7 @@ __device__ inline std::size_t gate_at(const DeviceProblem& p, std::size_t at, in
 // channel i < Width over, x[n] tensor n's value, zeros past T and past width.
 // Where a row is not whole 16-byte pieces, fetch loads nothing and store reads
 // element by element. A tensor whose bit is set in fetch's per_row (kept for
-// store as per_row_mask) is [B,T,H] (kda's beta), its row's one value
+// store as per_row_mask) is [B,T,H] (kda's or gdn's beta), its row's one value
 // broadcast over the channels.
 template <class In, int Width, int N>
 struct RowPieces {

@@ -3,11 +3,10 @@
 // (libdeltaproof_tc.so) so that a script can run it on the same tensors as
 // another kernel in one process and time both with CUDA events
 // (scripts/tc_vs_fla.py). The inputs are in gdn2 form and FLA's layout (q k g b
-// [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]; or kda's beta [B,T,H] in place of b
-// and w); o is f32 or, where the caller asks,
-// bf16; ht, the cotangents do and dht and every gradient are f32 (db and dw in
-// gdn2 form). No allocation
-// and no synchronisation: the caller owns the scratch
+// [B,T,H,K], v w [B,T,H,V], h0 [B,H,K,V]; or kda's or gdn's beta [B,T,H] in
+// place of b and w); o is f32 or, where the caller asks, bf16; ht, the
+// cotangents do and dht and every gradient are f32 (db and dw in gdn2 form).
+// No allocation and no synchronisation: the caller owns the scratch
 // (deltaproof_tc_scratch_bytes, deltaproof_tc_scratch_bytes_backward) and the
 // stream. Packed sequences (cu_seqlens) run natively: each sequence's chunks
 // start at its first token, and a chunk past a shorter sequence's end is
@@ -42,7 +41,7 @@ struct deltaproof_tc_problem {
   // (o may then be null): B*T*H*V bf16 values (packed: cu_seqlens[B]*H*V),
   // each o's f32 value rounded to nearest even.
   void* o_bf16;
-  // Or null: kda's beta [B,T,H] (the inputs' type), read in place of b and w
+  // Or null: kda's or gdn's beta [B,T,H] (the inputs' type), read in place of b and w
   // (they may then be null), which are beta broadcast over their channels;
   // the gradients db and dw stay in gdn2 form (dbeta: the sum of both over
   // their channels).

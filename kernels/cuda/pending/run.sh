@@ -9,8 +9,7 @@
 # tc_vs_fla.py (--o-f32 for a library without the C API's o_bf16); FLA_SHAPES its dense BxT
 # shapes (default "1x32768 4x4096"; each costs FLA's autotune from cold), timed after the packed
 # case in a process of their own; FLA_LIMIT the seconds each of the two may take (default 600);
-# FLA_CASES which of the two run (default "varlen16 dense").
-# RED_TESTS: the suites of
+# FLA_CASES which of the two run (default "varlen16 dense"). RED_TESTS: the suites of
 # cuda_tc_tests the red build must fail, each run alone (default CudaTcStateVariants CudaTcBeta);
 # RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
 # CudaTcFwdOutput.*).
