@@ -12,11 +12,12 @@
 # FLA_CASES which of the two run (default "varlen16 dense"). RED_TESTS: the suites of
 # cuda_tc_tests the red build must fail, each run alone (default CudaTcStateVariants CudaTcBeta);
 # RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
-# CudaTcFwdOutput.*).
+# CudaTcFwdOutput.*), under the environment RED_ENV (default none).
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
 # compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
-# libtc_patch.so under each of VARIANTS), ncu (fwd.intra at B4 T4096 and fwd.inter at B1 T32768 line
+# the two again under each of VARIANTS: main's library does not know a new switch, so that run
+# is the patch's variant against main's arithmetic, in the same process), ncu (fwd.intra at B4 T4096 and fwd.inter at B1 T32768 line
 # by line: SourceCounters and WarpStateStats with the SASS page; fwd.inter and bwd.bk2 at B1 T32768), fla (tc_vs_fla.py at
 # 1x32768, 4x4096 and 16 packed sequences, FLA fully autotuned: its first calls take 7-9 minutes, so give it a
 # call of its own). Everything lands in $OUT/out.tar.xz and $OUT/summary.txt: the device tool
@@ -50,7 +51,7 @@ part_checks() {
     done
   fi
   if [[ -x $v/cuda_tc_stages_tests_red ]]; then  # and its stage tests: RED_STAGES must fail
-    limited 60 $v/cuda_tc_stages_tests_red --gtest_filter="${RED_STAGES:-CudaTcFwdOutput.*}" > $o/stages-red.txt 2>&1; s "RED build, ${RED_STAGES:-CudaTcFwdOutput.*} (must fail) exit $?: $(passed $o/stages-red.txt)"
+    limited 60 env ${RED_ENV:-} $v/cuda_tc_stages_tests_red --gtest_filter="${RED_STAGES:-CudaTcFwdOutput.*}" > $o/stages-red.txt 2>&1; s "RED build, ${RED_ENV:-} ${RED_STAGES:-CudaTcFwdOutput.*} (must fail) exit $?: $(passed $o/stages-red.txt)"
   fi
   limited 120 $v/cuda_tc_tests > $o/tc_tests.txt 2>&1; s "cuda_tc_tests exit $?: $(passed $o/tc_tests.txt)"
   limited 60 $v/cuda_tc_stages_tests > $o/stages.txt 2>&1; s "stages exit $?: $(passed $o/stages.txt)"
@@ -75,7 +76,7 @@ part_stages() {
     IFS=';' read -ra variants <<<"${VARIANTS:-${forced[*]}}"
     for variant in "${variants[@]}"; do
       name=${tag}_$(echo $variant | sed 's/DELTAPROOF_TC_//g; s/[= ]/_/g' | tr A-Z a-z)
-      limited 90 env $variant $PY scripts/tc_stages.py --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
+      limited 120 env $variant $PY scripts/tc_stages.py --lib $v/libtc_main.so --lib $v/libtc_patch.so $shape --json $o/tc_stages_$name.json > $o/tc_stages_$name.txt 2>&1; s "tc_stages $tag $variant exit $?"
     done
   done
   grep -H "ms;" $o/tc_stages_*.txt >> $o/summary.txt
