@@ -14,7 +14,8 @@
 # RED_STAGES: the stage tests the red build's cuda_tc_stages_tests must fail (default
 # CudaTcFwdOutput.*), under the environment RED_ENV (default none).
 # Parts: checks (the red build; cuda_tc_tests; the stage tests; the cuda-tc gates;
-# compute-sanitizer x4; each by default and under FORCED), stages (tc_stages.py,
+# compute-sanitizer x4, SANITIZERS naming the tools (default all four; "" none); each by default
+# and under FORCED), stages (tc_stages.py,
 # libtc_main.so beside libtc_patch.so at B4 T4096, B1 T32768 and 16 packed sequences, then
 # the two again under each of VARIANTS: main's library does not know a new switch, so that run
 # is the patch's variant against main's arithmetic, in the same process), ncu (fwd.intra at B4 T4096 and fwd.inter at B1 T32768 line
@@ -58,7 +59,7 @@ part_checks() {
   limited 60 env "${forced[@]}" $v/cuda_tc_stages_tests > $o/stages-forced.txt 2>&1; s "stages, ${forced[*]}, exit $?: $(passed $o/stages-forced.txt)"
   limited 120 build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates.json > $o/gates.txt 2>&1; s "gates exit $?: $(tail -n 2 $o/gates.txt | head -1)"
   limited 120 env "${forced[@]}" build/bin/deltaproof gate run '*.cuda-tc.*' --report $o/gates-forced.json > $o/gates-forced.txt 2>&1; s "gates, ${forced[*]}, exit $?: $(tail -n 2 $o/gates-forced.txt | head -1)"
-  for tool in memcheck racecheck initcheck synccheck; do
+  for tool in ${SANITIZERS-memcheck racecheck initcheck synccheck}; do
     for fixture in gdn2/t200-c64 kda/varlen-c64-k16; do
       for variant in "" "${forced[*]}"; do
         limited 60 env $variant compute-sanitizer --tool $tool --error-exitcode 9 build/bin/deltaproof run --backend cuda-tc --phase bwd --fixture fixtures/$fixture.safetensors --out /tmp/s.safetensors > /tmp/san.txt 2>&1
