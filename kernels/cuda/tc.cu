@@ -9,9 +9,11 @@
 //   fwd.intra   tc_fwd_intra   grid (chunks, B*H)    G; A and M (the pairs of 16-row blocks
 //                                                    on the tensor cores, each through a reference
 //                                                    row, a diagonal block whose decays are wide
-//                                                    pairwise in f32); Tinv (f32); Ut = Tinv (W*V)
-//                                                    and Wt = Tinv (B*K*exp G) on the tensor cores;
-//                                                    Qg, Kdec^T, decay_end
+//                                                    pairwise in f32); Tinv (f32: its diagonal
+//                                                    blocks by substitution, those below on the
+//                                                    tensor cores in two bf16 parts); Ut =
+//                                                    Tinv (W*V) and Wt = Tinv (B*K*exp G) on the
+//                                                    tensor cores; Qg, Kdec^T, decay_end
 //   fwd.inter   tc_fwd_state   grid (V tiles, B*H)   in chunk order: S0 (stored), U = Ut - Wt S0
 //                                                    (stored), S_end = decay_end S0 + Kdec^T U; ht
 //   fwd.output  tc_fwd_output  grid (chunks, B*H)    O = Qg S0 + M U
@@ -191,12 +193,27 @@ __device__ inline std::size_t gate_at(const DeviceProblem& p, std::size_t at, in
 // Where a row is not whole 16-byte pieces, fetch loads nothing and store reads
 // element by element. A tensor whose bit is set in fetch's per_row (kept for
 // store as per_row_mask) is [B,T,H] (kda's or gdn's beta), its row's one value
-// broadcast over the channels.
-template <class In, int Width, int N>
+// broadcast over the channels. Which pieces a warp takes (place): by rows, 16
+// lanes a row (Columns false); or by columns, 16 rows of two pieces, one
+// 32-byte sector a row (Columns true: for a caller that stores the rows
+// transposed, 16 rows of a column to 8 banks, not a row's 16 pieces of 8
+// columns to one bank).
+template <class In, int Width, int N, bool Columns = false>
 struct RowPieces {
   static constexpr int kVec = Piece<In>::kVec, kPieces = kC * Width / kVec;
   static constexpr int kPerThread = kPieces / TcConfig::kIntraThreads;
   static_assert(kPieces % TcConfig::kIntraThreads == 0, "every thread loads as many pieces");
+  static_assert(!Columns || (kC % kBlock == 0 && Width / kVec % 2 == 0), "whole pairs of pieces");
+  // Piece idx of the chunk: its row r and first channel i.
+  static __device__ void place(int idx, int& r, int& i) {
+    if constexpr (Columns) {
+      const int group = idx / 32, lane = idx % 32, blocks = kC / kBlock;
+      r = kBlock * (group % blocks) + lane % kBlock;
+      i = (2 * (group / blocks) + lane / kBlock) * kVec;
+    } else {
+      r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec;
+    }
+  }
   uint4 raw[N][kPerThread];
   unsigned per_row_mask = 0;
 
@@ -207,7 +224,9 @@ struct RowPieces {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int idx = threadIdx.x + j * TcConfig::kIntraThreads;
-      const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec, t = t0 + r;
+      int r, i;
+      place(idx, r, i);
+      const int t = t0 + r;
 #pragma unroll
       for (int n = 0; n < N; ++n) raw[n][j] = make_uint4(0, 0, 0, 0);
       if (const long long row = source_row(p, b, t); i < width && row >= 0) {
@@ -219,6 +238,26 @@ struct RowPieces {
         }
       }
     }
+  }
+
+  // Where `width` is whole pieces (fetch read them): piece(r, i, raw) for each
+  // of the thread's pieces as read, raw[n] tensor n's kVec elements of row r
+  // from channel i (zeros past T and past width), and true; else false, and
+  // the caller takes store's element-by-element path.
+  template <class Visit>
+  __device__ bool each_piece(int width, Visit piece) const {
+    if (width % kVec != 0) return false;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = threadIdx.x + j * TcConfig::kIntraThreads;
+      uint4 x[N];
+#pragma unroll
+      for (int n = 0; n < N; ++n) x[n] = raw[n][j];
+      int r, i;
+      place(idx, r, i);
+      piece(r, i, x);
+    }
+    return true;
   }
 
   template <class Store>
@@ -240,7 +279,8 @@ struct RowPieces {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int idx = threadIdx.x + j * TcConfig::kIntraThreads;
-      const int r = idx / (Width / kVec), i = idx % (Width / kVec) * kVec;
+      int r, i;
+      place(idx, r, i);
       float wide[N][kVec];
 #pragma unroll
       for (int n = 0; n < N; ++n) Piece<In>::widen(raw[n][j], wide[n]);
@@ -355,9 +395,25 @@ constexpr std::size_t kWideFlagBytes = 16;
 static_assert(two_blocks_fit(IntraLayout<128, 128>::kBytes + kWideFlagBytes),
               "two fwd.intra blocks fit an SM");
 
-template <class In, int KP, int VP>
+// fwd.intra's variants (the bits of tc_fwd_intra's Variant; intra_variant):
+//   kIntraShares (DELTAPROOF_TC_INTRA_SHARES=1, the default): the work between A's and M's
+//     tasks and the barrier after them goes to the warps with the least of
+//     those tasks, not to every thread alike: Qg to warps 6 and 7 (one task
+//     each), Kdec^T to warps 0-3 (a diagonal task each), before the barrier,
+//     and only (B*K*exp G)^T, which takes Q's place, after it; warps 4 and 5
+//     (two tasks each) take none. The same sums element by element: the same
+//     bits.
+//   kIntraTinvTc (DELTAPROOF_TC_INTRA_TINV=1, the default): Tinv's blocks below the
+//     diagonal on the tensor cores, a block a warp, each operand in two bf16
+//     parts (about 16 significant bits, as A's and M's diagonal blocks), not
+//     f32 dot products: not the same bits, Tinv as f32's to within its rounding
+//     to bf16 after.
+constexpr unsigned kIntraShares = 1, kIntraTinvTc = 2, kIntraVariants = 4;
+
+template <class In, int KP, int VP, unsigned Variant = 0>
 __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     tc_fwd_intra(DeviceProblem p, TcScratch s, int num_chunks) {
+  constexpr bool Shares = Variant & kIntraShares, TinvTc = Variant & kIntraTinvTc;
   using L = IntraLayout<KP, VP>;
   extern __shared__ __align__(16) unsigned char shared[];
   unsigned char* R1 = shared;
@@ -394,15 +450,27 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
   // tensors at a time, each pair when its turn comes.
   constexpr bool kEarly = sizeof(In) == 2;
   const void* const wv[2] = {gate(p, p.w), p.v};
-  RowPieces<In, VP, kEarly ? 2 : 1> wv_early;
+  RowPieces<In, VP, kEarly ? 2 : 1, true> wv_early;  // by columns: stored transposed
   if constexpr (kEarly) {
     const void* const qkgb[4] = {p.q, p.k, p.g, gate(p, p.b)};
     RowPieces<In, KP, 4> rows;
     rows.fetch(p, qkgb, K, b, h, t0, per_row(p, 3));
-    rows.store(p, qkgb, K, b, h, t0, [&](int r, int i, const float(&x)[4]) {
-      Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
-      G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
+    // q, k and b are bf16 as read: whole pieces of them are stored as they
+    // are (to_bf16 of a widened bf16 is the value itself), g widened
+    const bool whole = rows.each_piece(K, [&](int r, int i, const uint4(&x)[4]) {
+      *reinterpret_cast<uint4*>(Q + r * L::kH + i) = x[0];
+      *reinterpret_cast<uint4*>(Kk + r * L::kH + i) = x[1];
+      *reinterpret_cast<uint4*>(Bg + r * L::kH + i) = x[3];
+      float g[Piece<In>::kVec];
+      Piece<In>::widen(x[2], g);
+#pragma unroll
+      for (int e = 0; e < Piece<In>::kVec; ++e) G[r * L::kF + i + e] = g[e];
     });
+    if (!whole)
+      rows.store(p, qkgb, K, b, h, t0, [&](int r, int i, const float(&x)[4]) {
+        Q[r * L::kH + i] = to_bf16(x[0]), Kk[r * L::kH + i] = to_bf16(x[1]);
+        G[r * L::kF + i] = x[2], Bg[r * L::kH + i] = to_bf16(x[3]);
+      });
     wv_early.fetch(p, wv, V, b, h, t0, per_row(p, 0));
   } else {
     load_row_pairs<In, KP>(p, p.q, p.k, K, b, h, t0, [&](int r, int i, float q, float k) {
@@ -522,39 +590,79 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
       M[r * kC + i] = to_bf16(scale * m);
     }
   }
-  // The blocks above the diagonal of M are zeros.
-  for (int idx = tid; idx < kC * kC / 2; idx += kThreads) {
-    const int r = 2 * idx / kC, i = 2 * idx % kC;
-    if (i / kBlock > r / kBlock)
-      *reinterpret_cast<__nv_bfloat162*>(M + r * kC + i) = __floats2bfloat162_rn(0.0f, 0.0f);
+  // The blocks above the diagonal of M are zeros: 16 bytes a thread, a block's
+  // row two of them (blocks (R, I), R < I, in row order).
+  constexpr int kAbove = kBlocks * (kBlocks - 1) / 2, kRowPieces = kBlock * 2 / 16;
+  for (int idx = tid; idx < kAbove * kBlock * kRowPieces; idx += kThreads) {
+    int R = 0, rest = idx / (kBlock * kRowPieces);
+    while (rest >= kBlocks - 1 - R) rest -= kBlocks - 1 - R, ++R;
+    const int I = R + 1 + rest, e = idx % (kBlock * kRowPieces);
+    const int r = kBlock * R + e / kRowPieces, i = kBlock * I + e % kRowPieces * 8;
+    *reinterpret_cast<uint4*>(M + r * kC + i) = make_uint4(0, 0, 0, 0);
   }
 
   // What the later stages read: Qg = scale Q*exp G, a pair of channels a
   // thread (consecutive threads, consecutive pairs).
+  // Qg: threads [first, first + count) of the block (every thread, or under
+  // Shares warps 6 and 7).
   bf16* Qg = s.Qg + n * kC * KP;
-  for (int idx = tid; idx < kC * KP / 2; idx += kThreads) {
-    const int r = idx / (KP / 2), i = 2 * (idx % (KP / 2));
-    const float2 q = pair(Q + r * L::kH + i);
-    const float* Gr = G + r * L::kF + i;
-    *reinterpret_cast<__nv_bfloat162*>(Qg + r * KP + i) =
-        __floats2bfloat162_rn(scale * q.x * __expf(Gr[0]), scale * q.y * __expf(Gr[1]));
-  }
-  __syncthreads();  // Q is read for the last time
-
-  // Kdec^T = (K*exp(G_C - G))^T, and (B*K*exp G)^T (the operand of Wt) where Q
-  // was: a row and a pair of channels a thread, a warp 16 rows by 2 pairs (its
-  // reads of the rows of K, B and G at most two to a bank).
+  auto store_qg = [&](auto first, auto count) {
+    constexpr int kFirst = decltype(first)::value, kCount = decltype(count)::value;
+    if (tid < kFirst || tid >= kFirst + kCount) return;
+    for (int idx = tid - kFirst; idx < kC * KP / 2; idx += kCount) {
+      const int r = idx / (KP / 2), i = 2 * (idx % (KP / 2));
+      const float2 q = pair(Q + r * L::kH + i);
+      const float* Gr = G + r * L::kF + i;
+      *reinterpret_cast<__nv_bfloat162*>(Qg + r * KP + i) =
+          __floats2bfloat162_rn(scale * q.x * __expf(Gr[0]), scale * q.y * __expf(Gr[1]));
+    }
+  };
+  // Kdec^T = (K*exp(G_C - G))^T and/or (B*K*exp G)^T (the operand of Wt,
+  // where Q was), by threads [first, first + count): two rows and two channels
+  // a thread, so that each channel's two rows are one bf16x2 store of the
+  // transposed tiles; a warp 16 rows by 4 pairs of channels (its global stores
+  // whole 32-byte sectors, its shared stores one to a bank, its reads of K and
+  // B at most two to a bank; the even row's G one 8-byte read).
   bf16* KdecT = s.KdecT + n * KP * kC;
-  for (int idx = tid; idx < kC * KP / 2; idx += kThreads) {
-    const int tile = idx / 32, lane = idx % 32;
-    const int r = kBlock * (tile % kBlocks) + lane % kBlock;
-    const int i = 2 * (2 * (tile / kBlocks) + lane / kBlock);
-    const float2 key = pair(Kk + r * L::kH + i), beta = pair(Bg + r * L::kH + i);
-    const float* Gr = G + r * L::kF + i;
-    KdecT[i * kC + r] = to_bf16(key.x * __expf(chunk_end(i) - Gr[0]));
-    KdecT[(i + 1) * kC + r] = to_bf16(key.y * __expf(chunk_end(i + 1) - Gr[1]));
-    BKET[i * L::kB + r] = to_bf16(beta.x * key.x * __expf(Gr[0]));
-    BKET[(i + 1) * L::kB + r] = to_bf16(beta.y * key.y * __expf(Gr[1]));
+  auto store_kdec = [&](auto first, auto count, bool kdec, bool bket) {
+    constexpr int kFirst = decltype(first)::value, kCount = decltype(count)::value;
+    if (tid < kFirst || tid >= kFirst + kCount) return;
+    for (int idx = tid - kFirst; idx < kC * KP / 4; idx += kCount) {
+      const int tile = idx / 32, lane = idx % 32;
+      const int r = 2 * (kBlock / 2 * (tile % kBlocks) + lane % 8);
+      const int i = 2 * (4 * (tile / kBlocks) + lane / 8);
+      const float2 k0 = pair(Kk + r * L::kH + i), k1 = pair(Kk + (r + 1) * L::kH + i);
+      const float2 g0 = *reinterpret_cast<const float2*>(G + r * L::kF + i);  // r even: aligned
+      const float* G1 = G + (r + 1) * L::kF + i;
+      const float2 g1 = make_float2(G1[0], G1[1]);
+      if (kdec) {
+        const float e0 = chunk_end(i), e1 = chunk_end(i + 1);
+        *reinterpret_cast<__nv_bfloat162*>(KdecT + i * kC + r) =
+            __floats2bfloat162_rn(k0.x * __expf(e0 - g0.x), k1.x * __expf(e0 - g1.x));
+        *reinterpret_cast<__nv_bfloat162*>(KdecT + (i + 1) * kC + r) =
+            __floats2bfloat162_rn(k0.y * __expf(e1 - g0.y), k1.y * __expf(e1 - g1.y));
+      }
+      if (bket) {
+        const float2 b0 = pair(Bg + r * L::kH + i), b1 = pair(Bg + (r + 1) * L::kH + i);
+        *reinterpret_cast<__nv_bfloat162*>(BKET + i * L::kB + r) =
+            __floats2bfloat162_rn(b0.x * k0.x * __expf(g0.x), b1.x * k1.x * __expf(g1.x));
+        *reinterpret_cast<__nv_bfloat162*>(BKET + (i + 1) * L::kB + r) =
+            __floats2bfloat162_rn(b0.y * k0.y * __expf(g0.y), b1.y * k1.y * __expf(g1.y));
+      }
+    }
+  };
+  using Every = std::integral_constant<int, kThreads>;
+  using Zero = std::integral_constant<int, 0>;
+  static_assert(kThreads == 8 * 32, "Shares' warps are kIntraTasks' eight");
+  if constexpr (Shares) {
+    store_qg(std::integral_constant<int, 6 * 32>{}, std::integral_constant<int, 2 * 32>{});
+    store_kdec(Zero{}, std::integral_constant<int, 4 * 32>{}, true, false);
+    __syncthreads();  // Q is read for the last time
+    store_kdec(Zero{}, Every{}, false, true);
+  } else {
+    store_qg(Zero{}, Every{});
+    __syncthreads();  // Q is read for the last time
+    store_kdec(Zero{}, Every{}, true, true);
   }
   __syncthreads();  // K, B and G are read for the last time
 
@@ -605,45 +713,124 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     while (slot >= first_slot(d + 1)) ++d;
     I = slot - first_slot(d), R = I + d;
   };
-  for (int k = 1; k < kBlocks; ++k) {
-    const int first = first_slot(k);
-    for (int idx = tid; idx < (kBelow - first) * kItems; idx += kThreads) {
-      const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
-      const int il = idx % kRowQuads * kQ;
-      int R, I;
-      block_of(slot, R, I);
-      float* y = Y + (slot * kBlock + rl) * L::kY + il;
-      float sum[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
-      if (k > 1) {
+  if constexpr (TinvTc) {
+    // On the tensor cores (kIntraTinvTc): warp w < 6 takes slot w's block
+    // (R, I) through every round, transposed so that its sum leaves the
+    // accumulators as the next product's A operand: round k adds
+    // Y_RI^T += Tinv_JI^T A_RJ^T, J = I + k - 1 (R - I >= k), and the blocks
+    // with R - I = k finish, Tinv_RI^T = -Y_RI^T Tinv_RR^T. Every operand in
+    // two bf16 parts, hi hi + hi rest + rest hi (mma::pack_rest).
+    int R = 0, I = 0;
+    const bool mine = warp < kBelow;
+    if (mine) block_of(warp, R, I);
+    // A pair of floats as its hi and rest parts (bf16 pairs).
+    auto split = [](float x0, float x1, std::uint32_t& hi, std::uint32_t& rest) {
+      hi = mma::pack(x0, x1);
+      rest = mma::pack_rest(x0, x1, hi);
+    };
+    // A fragment: element (m, k) of a 16 x 16 tile is at(m, k); a B
+    // fragment's (k, n) at(n, k), n in n0 + [0, 8).
+    auto split_a = [&](auto at, FragA& hi, FragA& rest) {
 #pragma unroll
-        for (int e = 0; e < kQ; ++e) sum[e] = y[e];
+      for (int j = 0; j < 4; ++j) {
+        const int m = l.g + (j & 1) * 8, k = 2 * l.t + (j >> 1) * 8;
+        split(at(m, k), at(m, k + 1), hi.r[j], rest.r[j]);
       }
-      const int J = I + k - 1;
+    };
+    auto split_b = [&](auto at, int n0, FragB& hi, FragB& rest) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = n0 + l.g, k = 2 * l.t + 8 * j;
+        split(at(n, k), at(n, k + 1), hi.r[j], rest.r[j]);
+      }
+    };
+    auto product = [](Acc& d, const FragA& a, const FragA& a_rest, const FragB& b,
+                      const FragB& b_rest) {
+      mma::mma(d, a, b);
+      mma::mma(d, a, b_rest);
+      mma::mma(d, a_rest, b);
+    };
+    Acc y[2];  // Y_RI^T: rows i of block I, columns r of block R
+    for (int k = 1; k < kBlocks; ++k) {
+      if (mine && R - I >= k) {
+        const int J = I + k - 1;
+        FragA t, t_rest;  // Tinv_JI^T: (i, j) is Tinv[16 J + j][16 I + i]
+        split_a([&](int i, int j) { return Tinv[(kBlock * J + j) * L::kT + kBlock * I + i]; }, t,
+                t_rest);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          FragB a, a_rest;  // A_RJ^T: (j, r) is A[16 R + r][16 J + j]
+          split_b([&](int r, int j) { return A[(kBlock * R + r) * L::kT + kBlock * J + j]; },
+                  8 * nt, a, a_rest);
+          product(y[nt], t, t_rest, a, a_rest);
+        }
+      }
+      if (mine && R - I == k) {
+        // Y^T's accumulators as an A fragment (tile nt holds its columns
+        // 8 nt + [0, 8), c[0..1] row g, c[2..3] row g + 8: registers 2 nt and
+        // 2 nt + 1 of the fragment)
+        FragA yt, yt_rest;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          split(y[j / 2].c[2 * (j % 2)], y[j / 2].c[2 * (j % 2) + 1], yt.r[j], yt_rest.r[j]);
+        Acc x[2];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          FragB tr, tr_rest;  // Tinv_RR^T: (r', r) is Tinv[16 R + r][16 R + r']
+          split_b([&](int r, int r2) { return Tinv[(kBlock * R + r) * L::kT + kBlock * R + r2]; },
+                  8 * nt, tr, tr_rest);
+          product(x[nt], yt, yt_rest, tr, tr_rest);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            Tinv[(kBlock * R + 8 * nt + mma::acc_col(l, e)) * L::kT + kBlock * I +
+                 mma::acc_row(l, e)] = -x[nt].c[e];
+      }
+      __syncthreads();
+    }
+  } else {
+    for (int k = 1; k < kBlocks; ++k) {
+      const int first = first_slot(k);
+      for (int idx = tid; idx < (kBelow - first) * kItems; idx += kThreads) {
+        const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
+        const int il = idx % kRowQuads * kQ;
+        int R, I;
+        block_of(slot, R, I);
+        float* y = Y + (slot * kBlock + rl) * L::kY + il;
+        float sum[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (k > 1) {
+#pragma unroll
+          for (int e = 0; e < kQ; ++e) sum[e] = y[e];
+        }
+        const int J = I + k - 1;
 #pragma unroll 4
-      for (int j = kBlock * J; j < kBlock * (J + 1); ++j) {
-        const float a = A[(kBlock * R + rl) * L::kT + j];
+        for (int j = kBlock * J; j < kBlock * (J + 1); ++j) {
+          const float a = A[(kBlock * R + rl) * L::kT + j];
 #pragma unroll
-        for (int e = 0; e < kQ; ++e) sum[e] += a * Tinv[j * L::kT + kBlock * I + il + e];
+          for (int e = 0; e < kQ; ++e) sum[e] += a * Tinv[j * L::kT + kBlock * I + il + e];
+        }
+#pragma unroll
+        for (int e = 0; e < kQ; ++e) y[e] = sum[e];
       }
+      __syncthreads();
+      for (int idx = tid; idx < (first_slot(k + 1) - first) * kItems; idx += kThreads) {
+        const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
+        const int il = idx % kRowQuads * kQ;
+        int R, I;
+        block_of(slot, R, I);
+        float x[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int m = 0; m < kBlock; ++m) {
+          const float t = Tinv[(kBlock * R + rl) * L::kT + kBlock * R + m];
 #pragma unroll
-      for (int e = 0; e < kQ; ++e) y[e] = sum[e];
-    }
-    __syncthreads();
-    for (int idx = tid; idx < (first_slot(k + 1) - first) * kItems; idx += kThreads) {
-      const int slot = first + idx / kItems, rl = idx / kRowQuads % kBlock;
-      const int il = idx % kRowQuads * kQ;
-      int R, I;
-      block_of(slot, R, I);
-      float x[kQ] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int m = 0; m < kBlock; ++m) {
-        const float t = Tinv[(kBlock * R + rl) * L::kT + kBlock * R + m];
+          for (int e = 0; e < kQ; ++e) x[e] -= t * Y[(slot * kBlock + m) * L::kY + il + e];
+        }
 #pragma unroll
-        for (int e = 0; e < kQ; ++e) x[e] -= t * Y[(slot * kBlock + m) * L::kY + il + e];
+        for (int e = 0; e < kQ; ++e) Tinv[(kBlock * R + rl) * L::kT + kBlock * I + il + e] = x[e];
       }
-#pragma unroll
-      for (int e = 0; e < kQ; ++e) Tinv[(kBlock * R + rl) * L::kT + kBlock * I + il + e] = x[e];
+      __syncthreads();
     }
-    __syncthreads();
   }
 
   // Tinv in bf16, the operand of the next products, where A was (and for the
@@ -959,13 +1146,15 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
   const int tid = threadIdx.x, warp = tid / 32;
   const mma::Lane l = mma::lane();
 
+  // two groups of copies: Qg S0 is summed while M and U are still on their way
   constexpr int kThreads = TcConfig::kOutputThreads;
   copy_tile_async<kThreads, kC, KP>(Qg, L::kW, s.Qg + n * kC * KP, KP);
   copy_tile_async<kThreads, VP, KP>(S0T, L::kW, s.S0T + n * VP * KP, KP);
+  mma::copy_async_commit();
   copy_tile_async<kThreads, kC, kC>(M, L::kD, s.M + n * kC * kC, kC);
   copy_tile_async<kThreads, VP, kC>(UT, L::kD, s.UT + n * VP * kC, kC);
   mma::copy_async_commit();
-  mma::copy_async_wait_all();
+  mma::copy_async_wait_group<1>();
   __syncthreads();
 
   const int mt = warp % kBlocks, col0 = warp / kBlocks * VP / 2;
@@ -976,6 +1165,8 @@ __global__ void __launch_bounds__(TcConfig::kOutputThreads)
     for (int j = 0; j < kTiles; ++j)
       mma::mma(O[j], fa, mma::load_b(S0T, L::kW, col0 + j * mma::kN, ks * mma::kK));
   }
+  mma::copy_async_wait_all();
+  __syncthreads();
   for (int ks = 0; ks <= mt; ++ks) {  // M is lower triangular
     const FragA fa = mma::load_a(M, L::kD, kBlock * mt, ks * mma::kK);
 #pragma unroll
@@ -1778,6 +1969,29 @@ int inter_stages(const DeviceProblem& p, int VP, int VT) {
 // at each launch. The same bits either way.
 bool state_order() { return forced_choice("DELTAPROOF_TC_STATE_ORDER", {1, 2}) != 1; }
 
+// fwd.intra's variant (tc_fwd_intra's Variant), read at each launch. Whether
+// it hands the work before and after A's and M's barrier to the warps with the
+// fewest tasks (kIntraShares): yes; DELTAPROOF_TC_INTRA_SHARES=2 makes every
+// thread alike (1: the warps), the same bits either way. Whether Tinv's blocks
+// below the diagonal go on the tensor cores (kIntraTinvTc): yes;
+// DELTAPROOF_TC_INTRA_TINV=2 takes f32 dot products (1: the tensor cores), not
+// the same bits (reports/gpu/8c5e3b9-intra: the gates and the production-shape
+// gates pass either way).
+unsigned intra_variant() {
+  return (forced_choice("DELTAPROOF_TC_INTRA_SHARES", {1, 2}) != 2 ? kIntraShares : 0) |
+         (forced_choice("DELTAPROOF_TC_INTRA_TINV", {1, 2}) != 2 ? kIntraTinvTc : 0);
+}
+
+// fwd.intra's kernel of variant v (intra_variant), f(kernel, v) for each.
+template <class In, int KP, int VP, class F>
+void with_intra_variants(F f) {
+  f(tc_fwd_intra<In, KP, VP, 0>, 0u);
+  f(tc_fwd_intra<In, KP, VP, 1>, 1u);
+  f(tc_fwd_intra<In, KP, VP, 2>, 2u);
+  f(tc_fwd_intra<In, KP, VP, 3>, 3u);
+  static_assert(kIntraVariants == 4, "every variant above");
+}
+
 // run(VT) with the state tile's width as an integral constant.
 template <class Run>
 void with_state_tile(const DeviceProblem& p, int VP, Run run) {
@@ -1808,7 +2022,9 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   // one instantiation per (In, KP, VP): its attributes set once, by whichever
   // thread comes first (a static's initialisation; retried if it threw)
   static const bool ready = [&] {
-    allow_shared(tc_fwd_intra<In, KP, VP>, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
+    with_intra_variants<In, KP, VP>([&](auto kernel, unsigned) {
+      allow_shared(kernel, IntraLayout<KP, VP>::kBytes, "tc_fwd_intra", p);
+    });
     for_state_kernels([&](auto tile, auto buffers) {
       constexpr int VT = decltype(tile)::value, Stages = decltype(buffers)::value;
       allow_shared(tc_fwd_state<KP, VP, VT, Stages>, StateLayout<KP, VT, Stages>::kBytes,
@@ -1819,11 +2035,18 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
   }();
   (void)ready;
   if (stages & kTcIntra) {
-    tc_fwd_intra<In, KP, VP>
-        <<<chunk_grid, TcConfig::kIntraThreads, IntraLayout<KP, VP>::kBytes, stream>>>(p, s,
-                                                                                       num_chunks);
+    const unsigned variant = intra_variant();
+    with_intra_variants<In, KP, VP>([&](auto kernel, unsigned v) {
+      if (v == variant)
+        kernel<<<chunk_grid, TcConfig::kIntraThreads, IntraLayout<KP, VP>::kBytes, stream>>>(
+            p, s, num_chunks);
+    });
     check("tc_fwd_intra");
-    if (log) log->note("fwd.intra", "tc_fwd_intra");
+    if (log)
+      log->note("fwd.intra",
+                (std::string("tc_fwd_intra") + (variant & kIntraShares ? " shares" : "") +
+                 (variant & kIntraTinvTc ? " tinv-tc" : ""))
+                    .c_str());
   }
   if (stages & kTcState) {
     with_state_tile(p, VP, [&](auto tile) {

@@ -175,17 +175,20 @@ TEST(CudaTcPacked, EachSequenceBitForBitAsItsOwnDenseRun) {
 // loaded while c runs), bwd.bk1's products in one launch or two, its token
 // gradients in one block a chunk or two, fwd.inter with two operand buffers or
 // three (chunks c + 1 and c + 2 in flight), the state kernels' packed
-// sequences in index order or longest first. Each is chosen by shape; each
-// must give the bits of every other, over many chunks (the buffers change
-// hands from one to the next), dense and packed.
+// sequences in index order or longest first, fwd.intra's work around A's and
+// M's barrier shared by every thread alike or by the warps with the fewest
+// tasks (kIntraShares). Each is chosen by shape or by default; each must give
+// the bits of every other, over many chunks (the buffers change hands from one
+// to the next), dense and packed.
 TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
   if (!kernels::gpu_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
   struct Variant {
-    const char *tile, *buffers, *products, *tokens, *stages, *order;
+    const char *tile, *buffers, *products, *tokens, *stages, *order, *shares;
   };
-  const Variant variants[] = {{"32", "1", "1", "1", "2", "1"}, {"16", "1", "2", "2", "3", "2"},
-                              {"32", "2", "1", "2", "3", "1"}, {"16", "2", "2", "1", "2", "2"},
-                              {"32", "1", "2", "1", "3", "2"}, {"32", "1", "1", "2", "2", "1"}};
+  const Variant variants[] = {
+      {"32", "1", "1", "1", "2", "1", "2"}, {"16", "1", "2", "2", "3", "2", "1"},
+      {"32", "2", "1", "2", "3", "1", "2"}, {"16", "2", "2", "1", "2", "2", "1"},
+      {"32", "1", "2", "1", "3", "2", "2"}, {"32", "1", "1", "2", "2", "1", "1"}};
   for (const bool packed : {false, true}) {
     oracle::FixtureSpec spec;
     spec.op = packed ? Op::kda : Op::gdn2;
@@ -205,6 +208,7 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
       ::setenv("DELTAPROOF_TC_TOKENS", v.tokens, 1);
       ::setenv("DELTAPROOF_TC_INTER_STAGES", v.stages, 1);
       ::setenv("DELTAPROOF_TC_STATE_ORDER", v.order, 1);
+      ::setenv("DELTAPROOF_TC_INTRA_SHARES", v.shares, 1);
       Buffers out = kernels::allocate_outputs(shape, Phase::bwd, NAN);
       kernels::ExecutionRecord record;
       tc.run(shape, inputs, Phase::bwd, out, record);
@@ -217,8 +221,9 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
             << (packed ? "packed" : "dense") << ": " << name << " with tile " << v.tile << " and "
             << v.buffers << " bk2 buffer(s), " << v.products << " products launch(es), " << v.tokens
             << " tokens block(s) a chunk, " << v.stages << " fwd.inter buffers, state order "
-            << v.order
-            << " differs from tile 32, 1 buffer, 1 launch, 1 block, 2 buffers, index order";
+            << v.order << ", intra shares " << v.shares
+            << " differs from tile 32, 1 buffer, 1 launch, 1 block, 2 buffers, index order, "
+               "every thread alike";
     }
     ::unsetenv("DELTAPROOF_TC_STATE_TILE");
     ::unsetenv("DELTAPROOF_TC_BK2_BUFFERS");
@@ -226,6 +231,7 @@ TEST(CudaTcStateVariants, EveryTileAndBufferingTheSameBits) {
     ::unsetenv("DELTAPROOF_TC_TOKENS");
     ::unsetenv("DELTAPROOF_TC_INTER_STAGES");
     ::unsetenv("DELTAPROOF_TC_STATE_ORDER");
+    ::unsetenv("DELTAPROOF_TC_INTRA_SHARES");
   }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""tc_fwd_intra's Tinv levels on the tensor cores (kIntraTinvTc, issue38-intra.patch) lane by lane
-on the CPU: each mma.sync m16n8k16 rebuilt from the fragment registers as the PTX ISA lays them
+"""tc_fwd_intra's Tinv levels on the tensor cores (kernels/cuda/tc.cu's kIntraTinvTc) lane by
+lane on the CPU: each mma.sync m16n8k16 rebuilt from the fragment registers as the PTX ISA lays them
 out ("Matrix Fragments for mma.m16n8k16 with floating point type"), every fragment formed with the
-patch's own index expressions (split_a, split_b, the accumulators' reuse, the transposed store),
+kernel's own index expressions (split_a, split_b, the accumulators' reuse, the transposed store),
 bf16 rounding to nearest even, f32 sums. Checks that the levels give Tinv = (I + A)^-1 below the
 diagonal, and how far from f64 they are against the f32 dot products of the default path
 (the same sums in the same order, in f32), over chunks of the stage tests' kinds of A.
@@ -11,7 +11,7 @@ diagonal, and how far from f64 they are against the f32 dot products of the defa
 
 The verdict line: every chunk's Tinv within 2^-12 of f64 (relative Frobenius norm, each 16 x 16
 block below the diagonal) where the f32 path is within 2^-20, else exit 1. --red stores Tinv_RI
-transposed (the red patch's plant), which must fail.
+transposed (issue38-intra-red.patch's plant, in git history at 8c5e3b9), which must fail.
 """
 import argparse
 import sys
@@ -111,7 +111,7 @@ def diagonal(A):
 
 
 def levels_tc(A, T, red=False):
-    """The patch's kIntraTinvTc rounds, warp by warp, on T (f32, diagonal blocks set)."""
+    """tc.cu's kIntraTinvTc rounds, warp by warp, on T (f32, diagonal blocks set)."""
     T = T.copy()
     y = {w: [np.zeros((32, 4), np.float32) for _ in range(2)] for w in range(6)}
     for k in range(1, NB):
