@@ -4,8 +4,9 @@ lane on the CPU: each mma.sync m16n8k16 rebuilt from the fragment registers as t
 out ("Matrix Fragments for mma.m16n8k16 with floating point type"), every fragment formed with the
 kernel's own index expressions (split_a, split_b, the accumulators' reuse, the transposed store),
 bf16 rounding to nearest even, f32 sums. Checks that the levels give Tinv = (I + A)^-1 below the
-diagonal, and how far from f64 they are against the f32 dot products of the default path
-(the same sums in the same order, in f32), over chunks of the stage tests' kinds of A.
+diagonal, and how far from f64 they are against the f32 dot products of the other path
+(DELTAPROOF_TC_INTRA_TINV=2: the same sums in the same order, in f32), over chunks of the stage
+tests' kinds of A.
 
     python3 kernels/cuda/pending/tinv_tc_sim.py [--chunks 200] [--seed 1]
 
@@ -150,7 +151,8 @@ def levels_tc(A, T, red=False):
 
 
 def levels_f32(A, T):
-    """The default path: Y_RI = sum_j A_Rj Tinv_jI (j ascending), Tinv_RI = -Tinv_RR Y, in f32."""
+    """The f32 path (DELTAPROOF_TC_INTRA_TINV=2): Y_RI = sum_j A_Rj Tinv_jI (j ascending),
+    Tinv_RI = -Tinv_RR Y, in f32."""
     T = T.copy()
     for d in range(1, NB):
         for I in range(NB - d):
