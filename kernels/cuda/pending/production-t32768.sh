@@ -1,9 +1,11 @@
 #!/bin/bash
-# Two deltaproof builds on the production fixtures at B1 T32768 H1 (OPS, default "gdn2 kda"): each
+# Two deltaproof builds on the production fixtures at B1 T32768 H1 (OPS, default "gdn2 kda"; SHAPE
+# "t4096" takes B4 T4096 H16 instead, and .carry/noise should then hold reports/gpu/1fa34fb/noise): each
 # fixture generated once (scripts/gpu-production.sh, about 100 s each) with the noise models of
 # .carry/noise (39dd1dd's), both builds' cuda-tc bwd gates on it, and for gdn2 both builds' outputs
 # and scripts/alpha_contributions.py on db in chunk 337 (reports/gpu/562c4b6's red), each build
-# against the other. NEW and OLD name the builds (stripped, xz'd); by default .carry/next's (build.sh
+# against the other (T32768 only). NEW and OLD name the builds (stripped, xz'd; OLD "" runs NEW
+# alone); by default .carry/next's (build.sh
 # of a pending patch) and 562c4b6's as built
 # (.carry/triage/deltaproof-main.xz, the red reference). reports/gpu/ecdfdf4/triage was this
 # comparison with NEW a 562c4b6 tree built with TcConfig::kSpanLimit = 0 (every diagonal block
@@ -14,11 +16,15 @@
 # Everything lands in $OUT/production-t32768.tar.xz and $OUT/production-summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
+shape=${SHAPE:-t32768}
+builds=new
+[[ -n ${OLD-x} ]] && builds="new old"
 o=/tmp/production-t32768
 deadline=$((SECONDS + ${BUDGET:-300}))
 mkdir -p $o build/bin production/noise
 xz -dc "${NEW:-.carry/next/deltaproof.xz}" >$o/deltaproof-new && chmod +x $o/deltaproof-new
-xz -dc "${OLD:-.carry/triage/deltaproof-main.xz}" >$o/deltaproof-old && chmod +x $o/deltaproof-old
+[[ $builds == *old* ]] && xz -dc "${OLD:-.carry/triage/deltaproof-main.xz}" >$o/deltaproof-old &&
+  chmod +x $o/deltaproof-old
 cp $o/deltaproof-new build/bin/deltaproof
 cp .carry/noise/*.json production/noise/
 s() { echo "$*" | tee -a $o/summary.txt; cp $o/summary.txt "${OUT:?}/production-summary.txt"; }
@@ -29,18 +35,18 @@ for op in ${OPS:-gdn2 kda}; do
     break
   fi
   first=0
-  PRODUCTION_NOISE_IN=.carry/noise PRODUCTION_ONLY="$op/t32768*" PRODUCTION_STEPS=1 \
+  PRODUCTION_NOISE_IN=.carry/noise PRODUCTION_ONLY="$op/$shape*" PRODUCTION_STEPS=1 \
     bash scripts/gpu-production.sh $o/gen-$op >$o/gen-$op.txt 2>&1
   s "gen $op exit $?: $(grep gen-production $o/gen-$op/summary.txt)"
-  fixture=$(ls production/$op/t32768*.safetensors | head -n 1)
-  for v in new old; do
-    $o/deltaproof-$v gate run --fixtures production "$op.cuda-tc.t32768*.bwd" \
+  fixture=$(ls production/$op/$shape*.safetensors | head -n 1)
+  for v in $builds; do
+    $o/deltaproof-$v gate run --fixtures production "$op.cuda-tc.$shape*.bwd" \
       --noise-cache production/noise --report $o/gates-$op-$v.json >$o/gates-$op-$v.txt 2>&1
     s "gate run $op ($v) exit $?: $(grep -E '^(PASS|FAIL)' $o/gates-$op-$v.txt)"
-    [[ $op == gdn2 ]] && $o/deltaproof-$v run --backend cuda-tc --fixture "$fixture" \
+    [[ $op == gdn2 && $shape == t32768 ]] && $o/deltaproof-$v run --backend cuda-tc --fixture "$fixture" \
       --out $o/$v.safetensors >$o/run-$v.txt 2>&1
   done
-  if [[ $op == gdn2 ]]; then
+  if [[ $op == gdn2 && $shape == t32768 && $builds == *old* ]]; then
     for pair in "new old" "old new"; do
       set -- $pair
       python3 scripts/alpha_contributions.py "$fixture" $o/$1.safetensors --term db --chunk 337 \
