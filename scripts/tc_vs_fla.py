@@ -48,8 +48,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay import write_atomically  # noqa: E402
 
-H200_BF16_TFLOPS = 989.0  # dense, the vendor's datasheet (H200 SXM)
-H200_HBM_TBPS = 4.8       # the vendor's datasheet
+# (bf16 dense TFLOP/s, HBM TB/s) from the vendors' datasheets (SXM parts), by device name;
+# the percentages printed are of the running GPU's (2026-12-08: an H100's were printed against
+# the H200's 4.8 TB/s).
+PEAKS = {"H200": (989.0, 4.8), "H100": (989.0, 3.35)}
+
+
+def peaks(name):
+    """The datasheet peaks of the GPU called name, (TFLOP/s, TB/s), or None if not listed."""
+    return next((p for key, p in PEAKS.items() if key in name), None)
 
 
 class Gradients(ctypes.Structure):
@@ -185,6 +192,13 @@ def main():
     props = torch.cuda.get_device_properties(0)
     print(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}, "
           f"fla {getattr(fla, '__version__', '?')}; H{H} K{K} V{V} bf16")
+    peak = peaks(props.name)
+
+    def of_peak(rr):  # the rates as shares of this GPU's datasheet peaks, where it is listed
+        if peak is None:
+            return f"{rr['TFLOPs']:.1f} TFLOP/s, {rr['GBps']:.0f} GB/s (no peaks for this GPU)"
+        return (f"{rr['TFLOPs']:.1f} TFLOP/s ({100 * rr['TFLOPs'] / peak[0]:.1f}% of {peak[0]:.0f}), "
+                f"{rr['GBps']:.0f} GB/s ({100 * rr['GBps'] / 1e3 / peak[1]:.1f}% of {peak[1]} TB/s)")
 
     def make_set(op, seed):
         gen = torch.Generator(device=dev).manual_seed(seed)
@@ -424,10 +438,7 @@ def main():
             for name, r in (("fla fwd", fla_fwd), ("cuda-tc fwd", tc_fwd)):
                 rr = rates(r["median_ms"])
                 print(f"{op}: {name:12s} median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}, max "
-                      f"{r['max_ms']:.3f}); {rr['TFLOPs']:.1f} TFLOP/s "
-                      f"({100 * rr['TFLOPs'] / H200_BF16_TFLOPS:.1f}% of {H200_BF16_TFLOPS:.0f}), "
-                      f"{rr['GBps']:.0f} GB/s ({100 * rr['GBps'] / 1e3 / H200_HBM_TBPS:.1f}% of "
-                      f"{H200_HBM_TBPS} TB/s)")
+                      f"{r['max_ms']:.3f}); {of_peak(rr)}")
             print(f"{op}: cuda-tc stages alone: " + ", ".join(
                 f"{name} {r['median_ms']:.3f} ms" for name, r in tc_stages.items()))
             rb = rates_fwd_bwd(tc_bwd["median_ms"])

@@ -149,6 +149,22 @@ __device__ inline void mma(Acc& d, const FragA& a, const FragB& b) {
 #endif
 }
 
+// A pair of floats in two parts: hi = pack(x0, x1) and rest = pack_rest(...).
+__device__ inline void pack_split(float x0, float x1, std::uint32_t& hi, std::uint32_t& rest) {
+  hi = pack(x0, x1);
+  rest = pack_rest(x0, x1, hi);
+}
+
+// d += a b with both operands in two parts (pack_split): hi hi + hi rest +
+// rest hi, in that order (rest rest is below f32's sum). About 16 significant
+// bits of each operand where mma alone takes 8.
+__device__ inline void mma_split(Acc& d, const FragA& a, const FragA& a_rest, const FragB& b,
+                                 const FragB& b_rest) {
+  mma(d, a, b);
+  mma(d, a, b_rest);
+  mma(d, a_rest, b);
+}
+
 // acc[j] += sum over ks in [first, last) of a(ks) b(ks, j): a warp's strip of
 // kTiles 16 x 8 tiles along n, each step's A fragment read once for all of them.
 template <int kTiles, class LoadA, class LoadB>

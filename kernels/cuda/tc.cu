@@ -547,7 +547,10 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
         }
         mma::mma(a[nt], fa, fk);
         mma::mma(m[nt], fq, fk);
-        if (split) {  // hi hi + hi rest + rest hi: the rest's product is below f32's sum
+        // hi hi + hi rest + rest hi, the rest's product below f32's sum: mma::mma_split's
+        // order, written out with A's and M's products interleaved (through mma_split
+        // the kernel's code differed and fwd.intra measured 1-3% slower: reports/gpu/6997722-split)
+        if (split) {
           mma::mma(a[nt], fa, fk_rest);
           mma::mma(a[nt], fa_rest, fk);
           mma::mma(m[nt], fq, fk_rest);
@@ -719,36 +722,25 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
     // accumulators as the next product's A operand: round k adds
     // Y_RI^T += Tinv_JI^T A_RJ^T, J = I + k - 1 (R - I >= k), and the blocks
     // with R - I = k finish, Tinv_RI^T = -Y_RI^T Tinv_RR^T. Every operand in
-    // two bf16 parts, hi hi + hi rest + rest hi (mma::pack_rest).
+    // two bf16 parts, hi hi + hi rest + rest hi (mma::pack_split, mma_split).
     int R = 0, I = 0;
     const bool mine = warp < kBelow;
     if (mine) block_of(warp, R, I);
-    // A pair of floats as its hi and rest parts (bf16 pairs).
-    auto split = [](float x0, float x1, std::uint32_t& hi, std::uint32_t& rest) {
-      hi = mma::pack(x0, x1);
-      rest = mma::pack_rest(x0, x1, hi);
-    };
     // A fragment: element (m, k) of a 16 x 16 tile is at(m, k); a B
     // fragment's (k, n) at(n, k), n in n0 + [0, 8).
     auto split_a = [&](auto at, FragA& hi, FragA& rest) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int m = l.g + (j & 1) * 8, k = 2 * l.t + (j >> 1) * 8;
-        split(at(m, k), at(m, k + 1), hi.r[j], rest.r[j]);
+        mma::pack_split(at(m, k), at(m, k + 1), hi.r[j], rest.r[j]);
       }
     };
     auto split_b = [&](auto at, int n0, FragB& hi, FragB& rest) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int n = n0 + l.g, k = 2 * l.t + 8 * j;
-        split(at(n, k), at(n, k + 1), hi.r[j], rest.r[j]);
+        mma::pack_split(at(n, k), at(n, k + 1), hi.r[j], rest.r[j]);
       }
-    };
-    auto product = [](Acc& d, const FragA& a, const FragA& a_rest, const FragB& b,
-                      const FragB& b_rest) {
-      mma::mma(d, a, b);
-      mma::mma(d, a, b_rest);
-      mma::mma(d, a_rest, b);
     };
     Acc y[2];  // Y_RI^T: rows i of block I, columns r of block R
     for (int k = 1; k < kBlocks; ++k) {
@@ -762,7 +754,7 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
           FragB a, a_rest;  // A_RJ^T: (j, r) is A[16 R + r][16 J + j]
           split_b([&](int r, int j) { return A[(kBlock * R + r) * L::kT + kBlock * J + j]; },
                   8 * nt, a, a_rest);
-          product(y[nt], t, t_rest, a, a_rest);
+          mma::mma_split(y[nt], t, t_rest, a, a_rest);
         }
       }
       if (mine && R - I == k) {
@@ -772,14 +764,15 @@ __global__ void __launch_bounds__(TcConfig::kIntraThreads, 2)
         FragA yt, yt_rest;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          split(y[j / 2].c[2 * (j % 2)], y[j / 2].c[2 * (j % 2) + 1], yt.r[j], yt_rest.r[j]);
+          mma::pack_split(y[j / 2].c[2 * (j % 2)], y[j / 2].c[2 * (j % 2) + 1], yt.r[j],
+                          yt_rest.r[j]);
         Acc x[2];
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           FragB tr, tr_rest;  // Tinv_RR^T: (r', r) is Tinv[16 R + r][16 R + r']
           split_b([&](int r, int r2) { return Tinv[(kBlock * R + r) * L::kT + kBlock * R + r2]; },
                   8 * nt, tr, tr_rest);
-          product(x[nt], yt, yt_rest, tr, tr_rest);
+          mma::mma_split(x[nt], yt, yt_rest, tr, tr_rest);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
@@ -2042,11 +2035,11 @@ void launch_forward(const DeviceProblem& p, const TcScratch& s, cudaStream_t str
             p, s, num_chunks);
     });
     check("tc_fwd_intra");
-    if (log)
-      log->note("fwd.intra",
-                (std::string("tc_fwd_intra") + (variant & kIntraShares ? " shares" : "") +
-                 (variant & kIntraTinvTc ? " tinv-tc" : ""))
-                    .c_str());
+    // the launch log's name, by variant bits (kIntraShares 1, kIntraTinvTc 2)
+    static constexpr const char* kNames[] = {"tc_fwd_intra", "tc_fwd_intra shares",
+                                             "tc_fwd_intra tinv-tc", "tc_fwd_intra shares tinv-tc"};
+    static_assert(kIntraShares == 1 && kIntraTinvTc == 2);
+    if (log) log->note("fwd.intra", kNames[variant]);
   }
   if (stages & kTcState) {
     with_state_tile(p, VP, [&](auto tile) {
